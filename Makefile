@@ -1,0 +1,38 @@
+# kizunasync -- PGXS build
+EXTENSION   = kizunasync
+MODULE_big  = kizunasync
+OBJS        = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
+
+# The install script is assembled from ordered parts under sql/src/.
+DATA_built  = sql/kizunasync--0.1.0.sql
+DATA        = $(filter-out $(DATA_built),$(wildcard sql/kizunasync--*--*.sql))
+
+PG_CPPFLAGS = -I$(srcdir)/src $(shell pkg-config --cflags jansson 2>/dev/null)
+PG_CFLAGS   = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
+SHLIB_LINK += -ljansson
+
+# pg_regress: test/sql/*.sql against test/expected (a link to ../expected)
+REGRESS      = $(sort $(patsubst test/sql/%.sql,%,$(wildcard test/sql/*.sql)))
+REGRESS_OPTS = --inputdir=test --outputdir=$(KZ_OUTDIR)/regress
+# isolation: test/specs/*.spec
+ISOLATION      = $(sort $(patsubst test/specs/%.spec,%,$(wildcard test/specs/*.spec)))
+ISOLATION_OPTS = --inputdir=test --outputdir=$(KZ_OUTDIR)/isolation
+
+KZ_OUTDIR ?= $(CURDIR)/test/out
+
+EXTRA_CLEAN = sql/kizunasync--0.1.0.sql test/out
+
+PG_CONFIG ?= pg_config
+PGXS := $(shell $(PG_CONFIG) --pgxs)
+include $(PGXS)
+
+sql/kizunasync--0.1.0.sql: $(sort $(wildcard sql/src/*.sql))
+	cat $^ > $@
+
+# pg_regress refuses to create its output directories as root-owned when the
+# server runs as postgres; make sure they exist and are writable.
+installcheck: kz-outdirs
+.PHONY: kz-outdirs
+kz-outdirs:
+	mkdir -p $(KZ_OUTDIR)/regress $(KZ_OUTDIR)/isolation
+	chmod 777 $(KZ_OUTDIR) $(KZ_OUTDIR)/regress $(KZ_OUTDIR)/isolation

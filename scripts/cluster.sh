@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# A private PostgreSQL 15 cluster for tests and the demo, run as the postgres
+# OS user (PostgreSQL refuses to run as root) on a unix socket under /tmp.
+#
+#   scripts/cluster.sh start|stop|restart|status|env
+#
+# Environment: KZ_PORT (default 55432), KZ_RUNDIR (default /tmp/kizunasync-$KZ_PORT),
+# PG_BINDIR (default: bindir of $PG_CONFIG, or /usr/lib/postgresql/15/bin).
+set -euo pipefail
+KZ_PORT=${KZ_PORT:-55432}
+KZ_RUNDIR=${KZ_RUNDIR:-/tmp/kizunasync-$KZ_PORT}
+if [ -z "${PG_BINDIR:-}" ]; then
+	if [ -n "${PG_CONFIG:-}" ]; then PG_BINDIR=$("$PG_CONFIG" --bindir); else PG_BINDIR=/usr/lib/postgresql/15/bin; fi
+fi
+DATA=$KZ_RUNDIR/data
+SOCK=$KZ_RUNDIR/sock
+LOG=$KZ_RUNDIR/postgres.log
+as_pg() { (cd / && runuser -u postgres -- "$@"); }
+
+start() {
+	install -d -o postgres -g postgres -m 755 "$KZ_RUNDIR"
+	install -d -o postgres -g postgres -m 775 "$SOCK"
+	if [ ! -s "$DATA/PG_VERSION" ]; then
+		install -d -o postgres -g postgres -m 700 "$DATA"
+		as_pg "$PG_BINDIR/initdb" -D "$DATA" -U postgres --auth=trust --no-sync -E UTF8 --locale=C.UTF-8 >/dev/null
+		cat >> "$DATA/postgresql.conf" <<CONF
+listen_addresses = ''
+port = $KZ_PORT
+unix_socket_directories = '$SOCK'
+max_connections = 120
+max_prepared_transactions = 10
+shared_buffers = 256MB
+fsync = ${KZ_FSYNC:-on}
+log_min_messages = warning
+log_line_prefix = '%m [%p] %d '
+CONF
+	fi
+	if as_pg "$PG_BINDIR/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
+		echo "cluster: already running on $SOCK port $KZ_PORT"
+	else
+		as_pg "$PG_BINDIR/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 start >/dev/null
+		echo "cluster: started on $SOCK port $KZ_PORT"
+	fi
+}
+stop() {
+	if [ -s "$DATA/PG_VERSION" ] && as_pg "$PG_BINDIR/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
+		as_pg "$PG_BINDIR/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null
+		echo "cluster: stopped"
+	fi
+}
+case "${1:-}" in
+	start) start ;;
+	stop) stop ;;
+	restart) stop; start ;;
+	status) as_pg "$PG_BINDIR/pg_ctl" -D "$DATA" status ;;
+	env) echo "export PGHOST=$SOCK PGPORT=$KZ_PORT PGUSER=postgres" ;;
+	*) echo "usage: $0 start|stop|restart|status|env" >&2; exit 2 ;;
+esac

@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Runs every test lane of kizunasync on this machine, from nothing:
+# installs the packages, builds and installs the extension, starts a private
+# cluster (as the postgres OS user, socket under /tmp), runs
+#   1. pg_regress + isolation tests      (make installcheck)
+#   2. pgTAP tests                       (pg_prove test/pgtap/*.sql)
+#   3. corpus lanes: cursor vectors, golden-transcript replay
+#                                        (read from $KZ_CORPUS, default ../shared/corpus)
+# stops the cluster and ends with one line "N passed, N failed".
+# Exit status is non-zero when anything failed.
+#
+# Environment: KZ_CORPUS, KZ_PORT, KZ_RUNDIR, PG_CONFIG, KZ_SKIP_DEPS=1,
+# KZ_LANES="regress pgtap vectors replay" (subset to run), KZ_KEEP_CLUSTER=1.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+export KZ_CORPUS=${KZ_CORPUS:-$ROOT/../shared/corpus}
+export KZ_PORT=${KZ_PORT:-55432}
+export KZ_RUNDIR=${KZ_RUNDIR:-/tmp/kizunasync-$KZ_PORT}
+export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
+LANES=${KZ_LANES:-regress pgtap vectors replay}
+
+[ "${KZ_SKIP_DEPS:-0}" = 1 ] || bash scripts/deps.sh
+export PATH=$("$PG_CONFIG" --bindir):$PATH
+
+echo "== build"
+make -s PG_CONFIG="$PG_CONFIG" >/dev/null
+make -s PG_CONFIG="$PG_CONFIG" install >/dev/null
+
+bash scripts/cluster.sh start
+eval "$(bash scripts/cluster.sh env)"
+export PGHOST PGPORT PGUSER
+cleanup() { [ "${KZ_KEEP_CLUSTER:-0}" = 1 ] || bash "$ROOT/scripts/cluster.sh" stop; }
+trap cleanup EXIT
+
+export KZ_OUT=$ROOT/test/out
+rm -rf "$KZ_OUT"; mkdir -p "$KZ_OUT"; chmod 777 "$KZ_OUT"
+RESULTS=$KZ_OUT/lanes.txt
+: > "$RESULTS"
+# Each lane appends: "<lane> <passed> <failed> <skipped>"
+export KZ_RESULTS=$RESULTS
+
+# Roles are cluster-wide; the stand-ins script is idempotent.
+psql -X -q -d postgres -f test/setup/standins.sql >/dev/null
+
+lane_regress() {
+	echo "== lane: pg_regress + isolation (make installcheck)"
+	local log=$KZ_OUT/installcheck.log rc=0
+	make -s PG_CONFIG="$PG_CONFIG" installcheck KZ_OUTDIR="$KZ_OUT" >"$log" 2>&1 || rc=$?
+	cat "$log"
+	local ok fail
+	ok=$(grep -Ec '\.\.\. ok' "$log" || true)
+	fail=$(grep -Ec '\.\.\. FAILED|\.\.\. failed' "$log" || true)
+	if [ $rc -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
+	for d in "$KZ_OUT"/regress "$KZ_OUT"/isolation; do
+		[ -s "$d/regression.diffs" ] && { echo "--- $d/regression.diffs"; head -200 "$d/regression.diffs"; }
+	done
+	echo "regress $ok $fail 0" >> "$RESULTS"
+}
+
+# pg_prove over a set of files in database $1; counts assertions.
+run_prove() {
+	local lane=$1 db=$2; shift 2
+	local log=$KZ_OUT/$lane.prove.log rc=0
+	pg_prove -v -d "$db" "$@" >"$log" 2>&1 || rc=$?
+	grep -Ev '^(ok [0-9]+)' "$log" | tail -n 60 || true
+	local ok fail
+	ok=$(grep -Ec '^ok [0-9]+' "$log" || true)
+	fail=$(grep -Ec '^not ok [0-9]+' "$log" || true)
+	if [ $rc -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
+	echo "pg_prove ($lane): $ok assertions ok, $fail not ok, exit $rc"
+	echo "$lane $ok $fail 0" >> "$RESULTS"
+}
+
+fresh_db() {
+	local db=$1
+	dropdb --if-exists -q "$db"
+	createdb -q "$db"
+	psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f test/setup/standins.sql >/dev/null
+	psql -X -q -v ON_ERROR_STOP=1 -d "$db" -c 'CREATE EXTENSION pgtap; CREATE EXTENSION kizunasync;' >/dev/null
+}
+
+lane_pgtap() {
+	echo "== lane: pgTAP"
+	shopt -s nullglob
+	local files=(test/pgtap/*.sql)
+	if [ ${#files[@]} -eq 0 ]; then echo "pgtap: no test files"; echo "pgtap 0 0 0" >> "$RESULTS"; return; fi
+	fresh_db kz_tap
+	run_prove pgtap kz_tap "${files[@]}"
+}
+
+corpus_present() {
+	if [ ! -f "$KZ_CORPUS/cases/manifest.json" ]; then
+		echo "!! SKIPPED lane $1: no golden corpus at $KZ_CORPUS (set KZ_CORPUS to its directory)"
+		echo "$1 0 0 1" >> "$RESULTS"
+		return 1
+	fi
+}
+
+lane_vectors() {
+	echo "== lane: cursor token vectors ($KZ_CORPUS/spec/cursor-token-vectors.json)"
+	corpus_present vectors || return 0
+	if [ ! -f test/tools/gen_cursor_vectors.py ]; then
+		echo "!! vectors lane not built yet"; echo "vectors 0 1 0" >> "$RESULTS"; return
+	fi
+	python3 test/tools/gen_cursor_vectors.py "$KZ_CORPUS/spec/cursor-token-vectors.json" > "$KZ_OUT/cursor_vectors.sql"
+	fresh_db kz_vectors
+	run_prove vectors kz_vectors "$KZ_OUT/cursor_vectors.sql"
+}
+
+lane_replay() {
+	echo "== lane: golden-transcript replay"
+	corpus_present replay || return 0
+	if [ ! -f test/tools/replay.py ]; then
+		echo "!! replay harness not built yet"; echo "replay 0 1 0" >> "$RESULTS"; return
+	fi
+	python3 test/tools/replay.py run --corpus "$KZ_CORPUS" --out "$KZ_OUT/replay" --results "$RESULTS"
+}
+
+for lane in $LANES; do
+	"lane_$lane" || { echo "!! lane $lane crashed"; echo "$lane 0 1 0" >> "$RESULTS"; }
+done
+
+echo "== summary"
+column -t "$RESULTS" 2>/dev/null || cat "$RESULTS"
+read -r P F S < <(awk '{p+=$2; f+=$3; s+=$4} END {print p+0, f+0, s+0}' "$RESULTS")
+if [ "$S" -gt 0 ]; then
+	echo "$P passed, $F failed, $S skipped"
+else
+	echo "$P passed, $F failed"
+fi
+[ "$F" -eq 0 ]

@@ -1,0 +1,171 @@
+-- kizunasync 0.1.0 install script.  Assembled from sql/src/*.sql by make.
+\echo Use "CREATE EXTENSION kizunasync" to load this file. \quit
+
+-- The extension serves clients through the Supabase Data API, which switches
+-- to one of these roles for every request.  They must exist before install.
+DO $kz$
+DECLARE
+	missing text;
+BEGIN
+	SELECT string_agg(r, ', ' ORDER BY r) INTO missing
+	  FROM unnest(ARRAY['anon', 'authenticated', 'service_role']) AS r
+	 WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = r);
+	IF missing IS NOT NULL THEN
+		RAISE EXCEPTION 'kizunasync requires the Supabase API roles, missing: %', missing
+			USING ERRCODE = '42704',
+				  HINT = 'On plain PostgreSQL create them first: CREATE ROLE anon NOLOGIN; CREATE ROLE authenticated NOLOGIN; CREATE ROLE service_role NOLOGIN BYPASSRLS;';
+	END IF;
+END
+$kz$;
+
+-- ---------------------------------------------------------------------------
+-- Bookkeeping.  No API role gets any privilege on these tables (see the
+-- grants part); every access goes through the SECURITY DEFINER functions.
+-- ---------------------------------------------------------------------------
+
+-- One global change sequence across all synced tables.  CACHE 1 matters: a
+-- backend-local cache would hand out numbers outside the sequencing fence.
+CREATE SEQUENCE kizunasync.change_seq AS bigint MINVALUE 1 START 1 CACHE 1;
+
+-- Lock target of the sequencing fence (never holds rows).  Writers take
+-- RowExclusiveLock on it around "draw a seq + insert its entry"; a pull takes
+-- ShareLock for the instant it reads the sequence's high-water.  See
+-- decisions/0003-sequencing-fence.md.
+CREATE TABLE kizunasync.seq_fence (dummy boolean);
+
+-- Deployment settings (singleton row).
+CREATE TABLE kizunasync.settings (
+	id                  boolean PRIMARY KEY DEFAULT true CHECK (id),
+	max_pull_scan       integer NOT NULL DEFAULT 5000 CHECK (max_pull_scan >= 1),
+	max_pull_limit      integer NOT NULL DEFAULT 5000 CHECK (max_pull_limit >= 1),
+	max_batch_size      integer NOT NULL DEFAULT 500 CHECK (max_batch_size BETWEEN 1 AND 1000),
+	require_atomic      boolean NOT NULL DEFAULT false,
+	tombstone_ttl_days  integer NOT NULL DEFAULT 30 CHECK (tombstone_ttl_days >= 1),
+	client_ttl_days     integer NOT NULL DEFAULT 90 CHECK (client_ttl_days >= 1),
+	hlc_max_skew_ms     integer NOT NULL DEFAULT 5000 CHECK (hlc_max_skew_ms >= 0),
+	reap_schedule       text NOT NULL DEFAULT '16 3 * * *',
+	compact_schedule    text NOT NULL DEFAULT '47 3 * * *',
+	client_prune_schedule text NOT NULL DEFAULT '31 3 * * *'
+);
+INSERT INTO kizunasync.settings DEFAULT VALUES;
+
+-- One row per synced table.  table_name is the wire name clients use.
+CREATE TABLE kizunasync.synced_tables (
+	table_name          text PRIMARY KEY,
+	relid               regclass NOT NULL UNIQUE,
+	sync_mode           text NOT NULL DEFAULT 'read-write'
+		CHECK (sync_mode IN ('pull-only', 'read-write')),
+	bucket_column       text,
+	key_columns         text[] NOT NULL DEFAULT '{id}'
+		CHECK (cardinality(key_columns) >= 1),
+	conflict_mode       text NOT NULL DEFAULT 'arrival'
+		CHECK (conflict_mode IN ('arrival', 'hlc')),
+	conflict_journal    boolean NOT NULL DEFAULT false,
+	soft_delete_column  text,
+	tombstone_ttl_days  integer CHECK (tombstone_ttl_days >= 1),
+	min_schema_version  integer NOT NULL DEFAULT 1,
+	register_clients    boolean NOT NULL DEFAULT false,
+	wakeup              boolean NOT NULL DEFAULT true,
+	created_at          timestamptz NOT NULL DEFAULT now()
+);
+
+-- Latest change per (table, row key).  bucket_value is the row's bucket value
+-- as text ('' on an unbucketed table, NULL for a NULL value on a bucketed one).
+CREATE TABLE kizunasync.changelog (
+	seq                 bigint PRIMARY KEY,
+	table_name          text NOT NULL,
+	pk                  text NOT NULL,
+	bucket_value        text,
+	UNIQUE (table_name, pk)
+);
+CREATE INDEX changelog_bucket_idx ON kizunasync.changelog (table_name, bucket_value, seq);
+
+-- Deletes and bucket move-outs: one per (table, row key, bucket value left).
+CREATE TABLE kizunasync.tombstones (
+	seq                 bigint PRIMARY KEY,
+	table_name          text NOT NULL,
+	pk                  text NOT NULL,
+	bucket_value        text NOT NULL DEFAULT '',
+	bucket_snapshot     jsonb NOT NULL DEFAULT '{}',
+	deleted_at          timestamptz NOT NULL DEFAULT now(),
+	UNIQUE (table_name, pk, bucket_value)
+);
+CREATE INDEX tombstones_bucket_idx ON kizunasync.tombstones (table_name, bucket_value, seq);
+CREATE INDEX tombstones_deleted_at_idx ON kizunasync.tombstones (deleted_at);
+
+-- (user, table, bucket value) pairs a user has received a live row from.
+CREATE TABLE kizunasync.bucket_grants (
+	user_id             uuid NOT NULL,
+	table_name          text NOT NULL,
+	bucket_value        text NOT NULL,
+	granted_at          timestamptz NOT NULL DEFAULT now(),
+	PRIMARY KEY (user_id, table_name, bucket_value)
+);
+
+-- Per-row, per-column HLC high-water (hlc conflict mode).
+CREATE TABLE kizunasync.row_hlc (
+	table_name          text NOT NULL,
+	pk                  text NOT NULL,
+	column_hlc          jsonb NOT NULL DEFAULT '{}',
+	PRIMARY KEY (table_name, pk)
+);
+
+-- Opt-in journal of overwritten values (draws no seq).
+CREATE TABLE kizunasync.conflict_journal (
+	id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	table_name          text NOT NULL,
+	pk                  text NOT NULL,
+	column_name         text NOT NULL,
+	loser_value         jsonb NOT NULL,
+	winner_mutation_id  uuid NOT NULL,
+	conflict_mode       text NOT NULL CHECK (conflict_mode IN ('arrival', 'hlc')),
+	winner_seq          bigint,
+	recorded_at         timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX conflict_journal_winner_seq_idx ON kizunasync.conflict_journal (winner_seq);
+CREATE INDEX conflict_journal_row_idx ON kizunasync.conflict_journal (table_name, pk);
+
+-- Exactly-once verdict ledger.  No row copies are kept: a stored verdict's
+-- server_row is JSON null and is rendered again on replay.
+CREATE TABLE kizunasync.verdicts (
+	mutation_id         uuid PRIMARY KEY,
+	user_id             uuid,
+	table_name          text,
+	pk                  text,
+	verdict             jsonb NOT NULL,
+	recorded_at         timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX verdicts_recorded_at_idx ON kizunasync.verdicts (recorded_at);
+
+-- Optional client registry.
+CREATE TABLE kizunasync.clients (
+	client_id           uuid PRIMARY KEY,
+	user_id             uuid NOT NULL,
+	cursor              text NOT NULL DEFAULT '0',
+	last_mutation_id    uuid,
+	schema_version      integer NOT NULL DEFAULT 1,
+	last_seen           timestamptz NOT NULL DEFAULT now()
+);
+CREATE INDEX clients_user_id_idx ON kizunasync.clients (user_id);
+CREATE INDEX clients_last_seen_idx ON kizunasync.clients (last_seen);
+
+-- Reap horizon (singleton): the highest seq ever reaped.
+CREATE TABLE kizunasync.reap_state (
+	id                  boolean PRIMARY KEY DEFAULT true CHECK (id),
+	reaped_seq          bigint NOT NULL DEFAULT 0,
+	reaped_at           timestamptz
+);
+INSERT INTO kizunasync.reap_state DEFAULT VALUES;
+
+-- pg_dump keeps user state of an extension only for registered tables.
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.settings', '');
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.synced_tables', '');
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.changelog', '');
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.tombstones', '');
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.bucket_grants', '');
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.row_hlc', '');
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.conflict_journal', '');
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.verdicts', '');
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.clients', '');
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.reap_state', '');
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.change_seq', '');

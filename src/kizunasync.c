@@ -1,0 +1,43 @@
+/*-------------------------------------------------------------------------
+ *
+ * kizunasync.c
+ *	  Module entry point: PG_MODULE_MAGIC, _PG_init.
+ *
+ * jansson (used by the request parsers) allocates through palloc in the
+ * current memory context, so a parse never outlives its call and an error
+ * unwinds without leaks.  Allocation failures come back to jansson as NULL
+ * (its documented contract) rather than as a longjmp out of its internals.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "fmgr.h"
+#include "utils/memutils.h"
+
+#include <jansson.h>
+
+#include "kizunasync.h"
+
+PG_MODULE_MAGIC;
+
+static void *
+kz_json_malloc(size_t size)
+{
+	return MemoryContextAllocExtended(CurrentMemoryContext,
+									  size == 0 ? 1 : size,
+									  MCXT_ALLOC_NO_OOM | MCXT_ALLOC_HUGE);
+}
+
+static void
+kz_json_free(void *ptr)
+{
+	if (ptr != NULL)
+		pfree(ptr);
+}
+
+void
+_PG_init(void)
+{
+	json_set_alloc_funcs(kz_json_malloc, kz_json_free);
+}
