@@ -1,0 +1,42 @@
+/*-------------------------------------------------------------------------
+ *
+ * tableconf.h
+ *	  The per-table sync configuration (kizunasync.synced_tables), resolved
+ *	  against the catalog and cached per backend (invalidated on changes to
+ *	  synced_tables or the table's relcache entry).  Implemented in
+ *	  src/tableconf.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KZ_TABLECONF_H
+#define KZ_TABLECONF_H
+
+#include "postgres.h"
+#include "access/attnum.h"
+
+typedef struct KzTableConf
+{
+	char	   *table_name;		/* wire name */
+	Oid			relid;
+	bool		pull_only;		/* sync_mode = 'pull-only' */
+	char	   *bucket_column;	/* NULL: unbucketed */
+	AttrNumber	bucket_attnum;	/* InvalidAttrNumber when unbucketed */
+	Oid			bucket_type;
+	int			nkeys;
+	char	  **key_columns;	/* in key order */
+	AttrNumber *key_attnums;
+	Oid		   *key_types;		/* base types (domains resolved) */
+	bool		hlc;			/* conflict_mode = 'hlc' */
+	bool		conflict_journal;
+	char	   *soft_delete_column;	/* NULL when none */
+	int			tombstone_ttl_days; /* 0: use settings.tombstone_ttl_days */
+	int			min_schema_version;
+	bool		register_clients;
+	bool		wakeup;
+} KzTableConf;
+
+/* Look up by wire name / by relation.  NULL when not synced and missing_ok. */
+extern KzTableConf *kz_tableconf_by_name(const char *table_name, bool missing_ok);
+extern KzTableConf *kz_tableconf_by_relid(Oid relid, bool missing_ok);
+
+#endif							/* KZ_TABLECONF_H */
