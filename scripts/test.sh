@@ -74,8 +74,8 @@ run_prove() {
 
 fresh_db() {
 	local db=$1
-	dropdb --if-exists -q "$db"
-	createdb -q "$db"
+	dropdb --if-exists "$db"
+	createdb "$db"
 	psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f test/setup/standins.sql >/dev/null
 	psql -X -q -v ON_ERROR_STOP=1 -d "$db" -c 'CREATE EXTENSION pgtap; CREATE EXTENSION kizunasync;' >/dev/null
 }
