@@ -23,6 +23,15 @@
 #define SQLSTATE_OUT_OF_MEMORY		"53200"
 #define SQLSTATE_NUMERIC_RANGE		"22003"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define KZ_PRINTF_ATTR(f, a) __attribute__((format(printf, f, a)))
+#else
+#define KZ_PRINTF_ATTR(f, a)
+#endif
+
+static int	set_error(KzReqError *err, const char *sqlstate, const char *detail,
+					  const char *fmt,...) KZ_PRINTF_ATTR(4, 5);
+
 static int
 set_error(KzReqError *err, const char *sqlstate, const char *detail,
 		  const char *fmt,...)
