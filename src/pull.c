@@ -263,6 +263,29 @@ jsonb_scalar_text(Jsonb *j)
 
 /* ------------------------------------------------------------ the gates */
 
+/* A private copy of a table's config: the shared cache may be reset mid-call. */
+static KzTableConf *
+copy_conf(const KzTableConf *src)
+{
+	KzTableConf *c = palloc(sizeof(KzTableConf));
+	int			i;
+
+	memcpy(c, src, sizeof(KzTableConf));
+	c->table_name = pstrdup(src->table_name);
+	c->bucket_column = src->bucket_column ? pstrdup(src->bucket_column) : NULL;
+	c->soft_delete_column = src->soft_delete_column ? pstrdup(src->soft_delete_column) : NULL;
+	c->key_columns = palloc(sizeof(char *) * src->nkeys);
+	c->key_attnums = palloc(sizeof(AttrNumber) * src->nkeys);
+	c->key_types = palloc(sizeof(Oid) * src->nkeys);
+	for (i = 0; i < src->nkeys; i++)
+	{
+		c->key_columns[i] = pstrdup(src->key_columns[i]);
+		c->key_attnums[i] = src->key_attnums[i];
+		c->key_types[i] = src->key_types[i];
+	}
+	return c;
+}
+
 static PullTable *
 lookup_table(List **tables, const char *name)
 {
@@ -287,7 +310,8 @@ lookup_table(List **tables, const char *name)
 				 errhint("A bucket entry names a table provisioned with kizunasync.sync_table().")));
 
 	t = palloc0(sizeof(PullTable));
-	t->conf = conf;
+	t->conf = copy_conf(conf);
+	conf = t->conf;
 	t->qualname = quote_qualified_identifier(get_namespace_name(get_rel_namespace(conf->relid)),
 											 get_rel_name(conf->relid));
 	rel = table_open(conf->relid, AccessShareLock);
