@@ -1,7 +1,7 @@
 /*
  * fuzz_pull_request.c
  *	  libFuzzer target for the pull request parser (src/request_pull.c).
- *	  Build and run: make -C fuzz -f pull.mk; see fuzz/pull.mk.
+ *	  Build and run: fuzz/run.sh 60 pull_request (fuzz/build.sh, pull_request.conf).
  *
  *	  Invariants checked on every input: no crash or sanitizer report, a
  *	  failure carries a 5-character SQLSTATE of class 22 or 53 and a

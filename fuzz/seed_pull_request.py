@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Write the buckets argument of every pull request of the golden corpus as a
+"""fuzz/seed_pull_request.py CORPUS_DIR OUT_DIR: write the buckets argument of every pull request of the golden corpus as a
 fuzz seed (deduplicated), plus a few hand-made edge inputs."""
 import glob, json, os, sys
 corpus, out = sys.argv[1], sys.argv[2]
