@@ -78,6 +78,8 @@ typedef struct PullParam
 {
 	char	   *name;
 	Jsonb	   *value;			/* to_jsonb of the cast value; JSON null for null */
+	bool		scalar;			/* value is a scalar, held in sv */
+	JsonbValue	sv;
 } PullParam;
 
 typedef struct PullBucket
@@ -669,19 +671,51 @@ row_matches(Jsonb *row, const PullBucket *b)
 		return false;
 	for (i = 0; i < b->nparams; i++)
 	{
+		const PullParam *p = &b->params[i];
 		JsonbValue	k;
 		JsonbValue *v;
-		Jsonb	   *vj;
 
 		k.type = jbvString;
-		k.val.string.val = b->params[i].name;
-		k.val.string.len = strlen(b->params[i].name);
+		k.val.string.val = p->name;
+		k.val.string.len = strlen(p->name);
 		v = findJsonbValueFromContainer(&row->root, JB_FOBJECT, &k);
 		if (v == NULL)
 			return false;
-		vj = JsonbValueToJsonb(v);
-		if (compareJsonbContainers(&vj->root, &b->params[i].value->root) != 0)
-			return false;
+		if (p->scalar && v->type != jbvBinary)
+		{
+			/* scalar against scalar: jsonb equality without building containers */
+			if (v->type != p->sv.type)
+				return false;
+			switch (v->type)
+			{
+				case jbvNull:
+					break;
+				case jbvBool:
+					if (v->val.boolean != p->sv.val.boolean)
+						return false;
+					break;
+				case jbvString:
+					if (v->val.string.len != p->sv.val.string.len ||
+						memcmp(v->val.string.val, p->sv.val.string.val, v->val.string.len) != 0)
+						return false;
+					break;
+				case jbvNumeric:
+					if (!DatumGetBool(DirectFunctionCall2(numeric_eq,
+														  NumericGetDatum(v->val.numeric),
+														  NumericGetDatum(p->sv.val.numeric))))
+						return false;
+					break;
+				default:
+					return false;
+			}
+		}
+		else
+		{
+			Jsonb	   *vj = JsonbValueToJsonb(v);
+
+			if (compareJsonbContainers(&vj->root, &p->value->root) != 0)
+				return false;
+		}
 	}
 	return true;
 }
@@ -974,10 +1008,13 @@ next_batch(PullState *st, Candidate *batch, int need)
 /*
  * Prepare (as the caller) the render query of a table:
  *   SELECT u.o, to_jsonb(r)
- *     FROM unnest($1, ..., $k) WITH ORDINALITY AS u(a1, ..., ak, o)
- *     JOIN <table> t ON t.<key1> = u.a1 AND ...,
- *     LATERAL (SELECT t.<col>, ...) r
- * with the caller's readable columns only.  RLS and privileges apply.
+ *     FROM unnest($1, ..., $k) WITH ORDINALITY AS u(a1, ..., ak, o),
+ *          LATERAL (SELECT t.<col>, ... FROM <table> t
+ *                    WHERE t.<key1> = u.a1 AND ... OFFSET 0) r
+ * with the caller's readable columns only.  RLS and privileges apply.  The
+ * OFFSET 0 keeps the subquery from being flattened into a hash join that
+ * would read the whole table: each key is one primary-key index probe, so
+ * the cost follows the page, not the table.
  */
 static void
 prepare_render(PullTable *t)
@@ -993,14 +1030,14 @@ prepare_render(PullTable *t)
 	appendStringInfoString(&sql, ") WITH ORDINALITY AS u(");
 	for (i = 0; i < c->nkeys; i++)
 		appendStringInfo(&sql, "a%d, ", i + 1);
-	appendStringInfo(&sql, "o) JOIN %s t ON ", t->qualname);
+	appendStringInfoString(&sql, "o), LATERAL (SELECT ");
+	for (i = 0; i < t->ncols; i++)
+		appendStringInfo(&sql, "%st.%s", i ? ", " : "", quote_identifier(t->colnames[i]));
+	appendStringInfo(&sql, " FROM %s t WHERE ", t->qualname);
 	for (i = 0; i < c->nkeys; i++)
 		appendStringInfo(&sql, "%st.%s OPERATOR(pg_catalog.=) u.a%d",
 						 i ? " AND " : "", quote_identifier(c->key_columns[i]), i + 1);
-	appendStringInfoString(&sql, ", LATERAL (SELECT ");
-	for (i = 0; i < t->ncols; i++)
-		appendStringInfo(&sql, "%st.%s", i ? ", " : "", quote_identifier(t->colnames[i]));
-	appendStringInfoString(&sql, ") r");
+	appendStringInfoString(&sql, " OFFSET 0) r");
 
 	t->render_argtypes = palloc(sizeof(Oid) * c->nkeys);
 	for (i = 0; i < c->nkeys; i++)
@@ -1491,6 +1528,8 @@ kz_pull(PG_FUNCTION_ARGS)
 
 			b->params[j].name = p->name;
 			b->params[j].value = cast_param(b->table, column_attnum(b->table, p->name), p, i);
+			b->params[j].scalar = JB_ROOT_IS_SCALAR(b->params[j].value) &&
+				JsonbExtractScalar(&b->params[j].value->root, &b->params[j].sv);
 		}
 	}
 
