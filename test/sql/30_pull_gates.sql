@@ -15,6 +15,8 @@ GRANT SELECT (owner_id, secret) ON pull_t.hidden TO authenticated;
 INSERT INTO kizunasync.synced_tables (table_name, relid, bucket_column, register_clients)
 VALUES ('todos', 'pull_t.todos', 'owner_id', true), ('notes', 'pull_t.notes', NULL, false),
        ('hidden', 'pull_t.hidden', 'owner_id', false);
+SELECT setval('kizunasync.change_seq', 300) AS base;
+UPDATE kizunasync.reap_state SET reaped_seq = 0;
 INSERT INTO pull_t.todos VALUES ('00000000-0000-4000-8000-e10000000001', '00000000-0000-4000-8000-a10000000001', 'row one', false);
 INSERT INTO kizunasync.changelog
 SELECT nextval('kizunasync.change_seq'), 'todos', id::text, owner_id::text FROM pull_t.todos;
