@@ -32,9 +32,11 @@
 #include "nodes/makefuncs.h"
 #include "utils/acl.h"
 #include "utils/array.h"
+#include "common/hashfn.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/fmgroids.h"
+#include "utils/hsearch.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -737,13 +739,67 @@ deliverable(PullState *st, Candidate *c)
 
 /* ------------------------------------------------------ candidate stream */
 
+/*
+ * Prepared plans are kept for the life of the backend, keyed by the SQL text
+ * and the role that prepares them (render plans are prepared as the caller;
+ * the plan cache itself replans on catalog, policy or role changes).  Every
+ * statement text is built from catalog names only, so the set is bounded by
+ * (tables x projections x roles).
+ */
+typedef struct PlanKey
+{
+	Oid			role;
+	uint32		hash;
+} PlanKey;
+
+typedef struct PlanEntry
+{
+	PlanKey		key;
+	char	   *sql;
+	SPIPlanPtr	plan;
+} PlanEntry;
+
+static HTAB *plan_cache = NULL;
+
 static SPIPlanPtr
 prepare(const char *sql, int nargs, Oid *argtypes)
 {
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+	PlanKey		key;
+	PlanEntry  *e;
+	bool		found;
+	SPIPlanPtr	plan;
 
+	if (plan_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(PlanKey);
+		ctl.entrysize = sizeof(PlanEntry);
+		plan_cache = hash_create("kizunasync pull plans", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	memset(&key, 0, sizeof(key));
+	key.role = GetUserId();
+	key.hash = hash_bytes((const unsigned char *) sql, strlen(sql));
+	e = hash_search(plan_cache, &key, HASH_ENTER, &found);
+	if (found && e->plan != NULL && strcmp(e->sql, sql) == 0)
+		return e->plan;
+	if (found && e->plan != NULL)
+	{
+		/* a hash collision: the newer statement takes the slot */
+		SPI_freeplan(e->plan);
+		pfree(e->sql);
+	}
+	e->plan = NULL;
+	e->sql = NULL;
+
+	plan = SPI_prepare(sql, nargs, argtypes);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	e->sql = MemoryContextStrdup(TopMemoryContext, sql);
+	e->plan = plan;
 	return plan;
 }
 
