@@ -22,6 +22,7 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/pg_type.h"
@@ -1463,8 +1464,21 @@ kz_pull(PG_FUNCTION_ARGS)
 		req.nbuckets = 0;
 	else
 	{
-		Jsonb	   *bj = PG_GETARG_JSONB_P(0);
-		char	   *btext = JsonbToCString(NULL, &bj->root, VARSIZE(bj));
+		Jsonb	   *bj;
+		char	   *btext;
+
+		/*
+		 * Refuse a huge argument before detoasting it.  The binary form of a
+		 * JSON text is at most about twice its size, so this is a loose
+		 * bound; the parser checks the text length exactly.
+		 */
+		if (toast_raw_datum_size(PG_GETARG_DATUM(0)) > 2 * (Size) KZ_PULL_MAX_TEXT)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg(MSG_PREFIX "buckets is too large"),
+					 errdetail("The limit is %d bytes of JSON text.", KZ_PULL_MAX_TEXT)));
+		bj = PG_GETARG_JSONB_P(0);
+		btext = JsonbToCString(NULL, &bj->root, VARSIZE(bj));
 
 		if (kz_pull_request_parse(btext, strlen(btext), palloc, &req, &rerr) != 0)
 			ereport(ERROR,
