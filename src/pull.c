@@ -323,7 +323,7 @@ lookup_table(List **tables, const char *name)
 	desc = RelationGetDescr(rel);
 	t->natts = desc->natts;
 	t->readable = palloc0(sizeof(bool) * Max(desc->natts, 1));
-	t->colnames = palloc(sizeof(char *) * Max(desc->natts, 1));
+	t->colnames = palloc0(sizeof(char *) * Max(desc->natts, 1));
 	t->colnums = palloc(sizeof(AttrNumber) * Max(desc->natts, 1));
 	t->coltypes = palloc(sizeof(Oid) * Max(desc->natts, 1));
 	t->coltypmods = palloc(sizeof(int32) * Max(desc->natts, 1));
