@@ -563,3 +563,45 @@ kz_seed(PG_FUNCTION_ARGS)
 	MemoryContextDelete(chunk_cxt);
 	PG_RETURN_INT64(total);
 }
+
+/*
+ * kizunasync._capture_queue(action text) RETURNS text
+ *
+ * Test helper (no grants) driving the push queue from SQL: 'begin',
+ * 'flush', 'discard', 'end'; returns the number of changes still queued.
+ * kizunasync._capture_queued_op(table_name text, pk text) RETURNS text
+ * gives kz_capture_queued_op() ('u', 'd' or NULL).
+ */
+PG_FUNCTION_INFO_V1(kz_capture_queue_sql);
+PG_FUNCTION_INFO_V1(kz_capture_queued_op_sql);
+
+Datum
+kz_capture_queue_sql(PG_FUNCTION_ARGS)
+{
+	char	   *action = text_to_cstring(PG_GETARG_TEXT_PP(0));
+
+	if (strcmp(action, "begin") == 0)
+		kz_capture_queue_begin();
+	else if (strcmp(action, "flush") == 0)
+		kz_capture_queue_flush();
+	else if (strcmp(action, "discard") == 0)
+		kz_capture_queue_discard();
+	else if (strcmp(action, "end") == 0)
+		kz_capture_queue_end();
+	else
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("kizunasync: unknown queue action \"%s\"", action)));
+	PG_RETURN_TEXT_P(cstring_to_text(psprintf("%d", list_length(queue))));
+}
+
+Datum
+kz_capture_queued_op_sql(PG_FUNCTION_ARGS)
+{
+	char		op = kz_capture_queued_op(text_to_cstring(PG_GETARG_TEXT_PP(0)),
+										  text_to_cstring(PG_GETARG_TEXT_PP(1)));
+
+	if (op == '\0')
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text_with_len(&op, 1));
+}

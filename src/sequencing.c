@@ -246,25 +246,32 @@ kz_record_changes(const KzChange *changes, int n)
 
 /* ---------------------------------------------------------------- horizon */
 
-/*
- * Is the change inserted by xmin still pending for a pull with snapshot
- * snap: not visible in snap, and running (or prepared) or committed since?
- */
-static bool
-kz_xid_pending(TransactionId xmin, Snapshot snap)
+/* What a pull with snapshot snap makes of an entry tuple inserted by xmin. */
+typedef enum KzEntryState
+{
+	KZ_ENTRY_DEAD,				/* inserter aborted (or crashed): never delivered */
+	KZ_ENTRY_VISIBLE,			/* committed and visible in snap */
+	KZ_ENTRY_PENDING			/* running, prepared, or committed after snap */
+} KzEntryState;
+
+static KzEntryState
+kz_entry_state(TransactionId xmin, Snapshot snap)
 {
 	if (!TransactionIdIsNormal(xmin))
-		return false;			/* frozen or bootstrap: visible to everyone */
+		return KZ_ENTRY_VISIBLE;	/* frozen or bootstrap */
 	if (TransactionIdIsCurrentTransactionId(xmin))
-		return false;			/* our own change: visible to our snapshot */
-	if (!XidInMVCCSnapshot(xmin, snap))
-		return false;			/* ended before snap: visible, or aborted */
-	/* in progress first: a running xid is not yet marked in the clog */
-	if (TransactionIdIsInProgress(xmin))
-		return true;
-	if (TransactionIdDidCommit(xmin))
-		return true;			/* committed after snap: next pull gets it */
-	return false;				/* aborted, or crashed while running */
+		return KZ_ENTRY_VISIBLE;	/* our own change */
+	if (XidInMVCCSnapshot(xmin, snap))
+	{
+		/* not visible to snap; in progress first: a running xid has no clog state */
+		if (TransactionIdIsInProgress(xmin))
+			return KZ_ENTRY_PENDING;
+		if (TransactionIdDidCommit(xmin))
+			return KZ_ENTRY_PENDING;	/* committed after snap: next pull */
+		return KZ_ENTRY_DEAD;
+	}
+	/* ended before snap was taken */
+	return TransactionIdDidCommit(xmin) ? KZ_ENTRY_VISIBLE : KZ_ENTRY_DEAD;
 }
 
 typedef struct KzSeqList
@@ -289,12 +296,13 @@ seqlist_add(KzSeqList *l, int64 s)
 
 /*
  * Scan the seq index of one bookkeeping table for seqs in [lo, *hi] with
- * SnapshotAny, adding every pending seq to holes.  When more than budget
- * index tuples are met, *hi is lowered to the last seq fully classified.
+ * SnapshotAny: add every pending seq to holes and raise *max_visible to the
+ * highest seq with a visible entry.  When more than budget index tuples are
+ * met, *hi is lowered to the last seq fully classified.
  */
 static void
 kz_scan_range(Oid heapid, Oid indexid, int64 lo, int64 *hi, Snapshot snap,
-			  int budget, KzSeqList *holes)
+			  int budget, KzSeqList *holes, int64 *max_visible)
 {
 	Relation	heap;
 	Relation	index;
@@ -302,7 +310,7 @@ kz_scan_range(Oid heapid, Oid indexid, int64 lo, int64 *hi, Snapshot snap,
 	TupleTableSlot *slot;
 	ScanKeyData key[2];
 	int64		cur = 0;
-	bool		cur_pending = false;
+	KzEntryState cur_state = KZ_ENTRY_DEAD;
 	bool		have_cur = false;
 	int			seen = 0;
 
@@ -318,38 +326,51 @@ kz_scan_range(Oid heapid, Oid indexid, int64 lo, int64 *hi, Snapshot snap,
 	scan = index_beginscan(heap, index, SnapshotAny, 2, 0);
 	index_rescan(scan, key, 2, NULL, 0);
 
-	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	for (;;)
 	{
-		bool		isnull;
-		int64		s = DatumGetInt64(slot_getattr(slot, 1, &isnull));
-		HeapTuple	tup;
-		bool		should_free;
+		bool		more = index_getnext_slot(scan, ForwardScanDirection, slot);
+		int64		s = 0;
 
-		if (have_cur && s != cur)
+		if (more)
 		{
-			if (cur_pending)
+			bool		isnull;
+
+			s = DatumGetInt64(slot_getattr(slot, 1, &isnull));
+		}
+		/* a seq is finished: record it */
+		if (have_cur && (!more || s != cur))
+		{
+			if (cur_state == KZ_ENTRY_PENDING)
 				seqlist_add(holes, cur);
-			if (seen >= budget)
+			else if (cur_state == KZ_ENTRY_VISIBLE && cur > *max_visible)
+				*max_visible = cur;
+			cur_state = KZ_ENTRY_DEAD;
+			if (more && seen >= budget)
 			{
 				*hi = cur;		/* everything <= cur is classified */
-				have_cur = false;
 				break;
 			}
-			cur_pending = false;
 		}
+		if (!more)
+			break;
+
 		cur = s;
 		have_cur = true;
 		seen++;
+		if (cur_state != KZ_ENTRY_PENDING)
+		{
+			bool		should_free;
+			HeapTuple	tup = ExecFetchSlotHeapTuple(slot, false, &should_free);
+			KzEntryState st = kz_entry_state(HeapTupleHeaderGetXmin(tup->t_data), snap);
 
-		tup = ExecFetchSlotHeapTuple(slot, false, &should_free);
-		if (!cur_pending && kz_xid_pending(HeapTupleHeaderGetXmin(tup->t_data), snap))
-			cur_pending = true;
-		if (should_free)
-			heap_freetuple(tup);
+			/* several versions of one seq: pending wins, then visible */
+			if (st > cur_state)
+				cur_state = st;
+			if (should_free)
+				heap_freetuple(tup);
+		}
 		CHECK_FOR_INTERRUPTS();
 	}
-	if (have_cur && cur_pending)
-		seqlist_add(holes, cur);
 
 	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
@@ -396,7 +417,7 @@ kz_horizon_compute(int64 in_hw, const int64 *in_holes, int n_in_holes,
 	Oid			tb = kz_relid("tombstones");
 	Oid			tb_idx = kz_relid("tombstones_pkey");
 	int64		L;
-	int64		hi;
+	int64		hw;
 	KzSeqList	holes = {NULL, 0, 0};
 	KzSeqList	fresh_cl = {NULL, 0, 0};
 	KzSeqList	fresh_tb = {NULL, 0, 0};
@@ -425,32 +446,52 @@ kz_horizon_compute(int64 in_hw, const int64 *in_holes, int n_in_holes,
 		{
 			int64		h = sorted[i];
 			int64		h_hi = h;
+			int64		ignored = 0;
 			int			before;
 
 			if (h < 1 || h >= in_hw || (i > 0 && sorted[i - 1] == h))
 				continue;
 			before = holes.n;
-			kz_scan_range(cl, cl_idx, h, &h_hi, snap, INT_MAX, &holes);
+			kz_scan_range(cl, cl_idx, h, &h_hi, snap, INT_MAX, &holes, &ignored);
 			if (holes.n == before)
-				kz_scan_range(tb, tb_idx, h, &h_hi, snap, INT_MAX, &holes);
+				kz_scan_range(tb, tb_idx, h, &h_hi, snap, INT_MAX, &holes, &ignored);
 		}
 	}
 
-	/* the new range (in_hw, L] */
-	hi = L;
-	if (hi > in_hw)
+	/*
+	 * The new range (in_hw, L].  The new high-water is the highest seq in it
+	 * with a visible entry (as the protocol's oracle does): pending seqs
+	 * below it become holes, pending or aborted seqs above it are simply not
+	 * claimed yet.
+	 */
+	hw = in_hw;
+	if (L > in_hw)
 	{
-		kz_scan_range(cl, cl_idx, in_hw + 1, &hi, snap, KZ_HORIZON_SCAN_BUDGET, &fresh_cl);
-		kz_scan_range(tb, tb_idx, in_hw + 1, &hi, snap, KZ_HORIZON_SCAN_BUDGET, &fresh_tb);
-		/* the tombstone scan may have lowered hi below changelog holes */
+		int64		hi = L;
+		int64		max_visible = in_hw;
+
+		kz_scan_range(cl, cl_idx, in_hw + 1, &hi, snap, KZ_HORIZON_SCAN_BUDGET,
+					  &fresh_cl, &max_visible);
+		kz_scan_range(tb, tb_idx, in_hw + 1, &hi, snap, KZ_HORIZON_SCAN_BUDGET,
+					  &fresh_tb, &max_visible);
+		/* the tombstone scan may have lowered hi below changelog results */
+		if (max_visible > hi)
+		{
+			/* recompute: only seqs <= hi count */
+			max_visible = in_hw;
+			fresh_cl.n = 0;
+			kz_scan_range(cl, cl_idx, in_hw + 1, &hi, snap, INT_MAX, &fresh_cl, &max_visible);
+			fresh_tb.n = 0;
+			kz_scan_range(tb, tb_idx, in_hw + 1, &hi, snap, INT_MAX, &fresh_tb, &max_visible);
+		}
+		hw = max_visible;
 		for (i = 0; i < fresh_cl.n; i++)
-			if (fresh_cl.v[i] <= hi)
+			if (fresh_cl.v[i] < hw)
 				seqlist_add(&holes, fresh_cl.v[i]);
 		for (i = 0; i < fresh_tb.n; i++)
-			seqlist_add(&holes, fresh_tb.v[i]);
+			if (fresh_tb.v[i] < hw)
+				seqlist_add(&holes, fresh_tb.v[i]);
 	}
-	else
-		hi = in_hw;
 
 	if (holes.n > 1)
 	{
@@ -484,10 +525,10 @@ kz_horizon_compute(int64 in_hw, const int64 *in_holes, int n_in_holes,
 		}
 		else
 			holes.n = max_holes;
-		hi = cut;
+		hw = cut;
 	}
 
-	out->high_water = hi;
+	out->high_water = hw;
 	out->nholes = holes.n;
 	out->holes = holes.n > 0 ? holes.v : NULL;
 }

@@ -242,3 +242,9 @@ BEGIN
 	PERFORM kizunasync._forget_table(v_name);
 END
 $fn$;
+
+-- Test helpers for the push queue (no grants).
+CREATE FUNCTION kizunasync._capture_queue(action text) RETURNS text
+	AS 'MODULE_PATHNAME', 'kz_capture_queue_sql' LANGUAGE C STRICT VOLATILE SET search_path = '';
+CREATE FUNCTION kizunasync._capture_queued_op(table_name text, pk text) RETURNS text
+	AS 'MODULE_PATHNAME', 'kz_capture_queued_op_sql' LANGUAGE C STRICT VOLATILE SET search_path = '';
