@@ -20,6 +20,17 @@
 #define SQLSTATE_INVALID_PARAMETER "22023"
 #define SQLSTATE_PROGRAM_LIMIT "54000"
 
+#if defined(__GNUC__) || defined(__clang__)
+#define KZ_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define KZ_PRINTF(f, a)
+#endif
+
+static void set_error(KzReqError *err, const char *sqlstate, const char *detail,
+					  const char *fmt,...) KZ_PRINTF(4, 5);
+static bool mutation_error(KzReqError *err, int n, const char *sqlstate, const char *detail,
+						   const char *fmt,...) KZ_PRINTF(5, 6);
+
 static void
 set_error(KzReqError *err, const char *sqlstate, const char *detail, const char *fmt,...)
 {
