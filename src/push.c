@@ -56,7 +56,11 @@ static int
 spi_run(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls,
 		bool read_only, long count)
 {
-	int			rc = SPI_execute_with_args(sql, nargs, types, values, nulls, read_only, count);
+	int			rc;
+
+	/* never read-only: every statement must see the writes made before it */
+	(void) read_only;
+	rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, count);
 
 	if (rc < 0)
 		elog(ERROR, "kizunasync.push(): SPI failed (%s) on: %s", SPI_result_code_string(rc), sql);
@@ -444,21 +448,38 @@ run_atomic(BatchState *b)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
-	int			offender = -1;
+	volatile int offender = -1;
 	int			i;
 
 	kz_capture_queue_begin();
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
-	for (i = 0; i < b->req->nmutations; i++)
+	PG_TRY();
 	{
-		process_mutation(b, i, false);
-		if (!b->verdicts[i].applied)
+		for (i = 0; i < b->req->nmutations; i++)
 		{
-			offender = i;
-			break;
+			process_mutation(b, i, false);
+			if (!b->verdicts[i].applied)
+			{
+				offender = i;
+				break;
+			}
 		}
 	}
+	PG_CATCH();
+	{
+		/* an error of the call: leave no subtransaction open behind it */
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		ReThrowError(edata);
+	}
+	PG_END_TRY();
 	if (offender >= 0)
 	{
 		RollbackAndReleaseCurrentSubTransaction();

@@ -797,6 +797,7 @@ run_unit(UnitState *u, KzVerdict *v)
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner owner = CurrentResourceOwner;
 	const char *volatile reason = NULL;
+	volatile bool caught = false;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
@@ -810,11 +811,15 @@ run_unit(UnitState *u, KzVerdict *v)
 
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
 		reason = classify_error(edata->sqlerrcode);
 		if (reason == NULL)
-			PG_RE_THROW();
-		FlushErrorState();
+			ReThrowError(edata);	/* an error of the call, never a verdict */
 		FreeErrorData(edata);
+		caught = true;
 	}
 	PG_END_TRY();
 
@@ -822,7 +827,8 @@ run_unit(UnitState *u, KzVerdict *v)
 		ReleaseCurrentSubTransaction();
 	else
 	{
-		RollbackAndReleaseCurrentSubTransaction();
+		if (!caught)
+			RollbackAndReleaseCurrentSubTransaction();
 		v->applied = false;
 		v->reason = reason;
 		v->has_server_row = true;

@@ -415,10 +415,10 @@ validate_transforms(KzMutationReq *m, json_t *tf, int n, KzAllocFn alloc, void *
 					return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL,
 										  "%s on \"%s\" has a value that is not a string, number, or boolean",
 										  opname, col);
-				if (json_is_string(e) && check_value(e, 0) != NULL)
+				if (json_is_string(e) && check_value(e, 1) != NULL)
 					return mutation_error(err, n, SQLSTATE_PROGRAM_LIMIT, NULL,
 										  "%s on \"%s\" has a value %s", opname, col,
-										  check_value(e, 0));
+										  check_value(e, 1));
 			}
 			x->nvalues = (int) json_array_size(vals);
 		}
@@ -448,7 +448,7 @@ collect_columns(json_t *obj, const char *what, int n, const char ***names, int *
 			return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER,
 								  "Column names are 1 to 63 bytes.",
 								  "%s names a column that is not a valid name", what);
-		p = check_value(v, 0);
+		p = check_value(v, 1);
 		if (p)
 			return mutation_error(err, n, SQLSTATE_PROGRAM_LIMIT, NULL,
 								  "%s value of \"%s\" %s", what, k, p);
