@@ -103,6 +103,18 @@ kz_ledger_record(const char *mutation_id, const char *table, const char *pk,
 	values[3] = CStringGetTextDatum(pk);
 	values[4] = JsonbPGetDatum(kz_verdict_jsonb(&stored));
 	kz_spi_as_owner("INSERT INTO kizunasync.verdicts (mutation_id, user_id, table_name, pk, verdict)"
-					" VALUES ($1, $2, $3, $4, $5)",
+					" VALUES ($1, $2, $3, $4, $5) ON CONFLICT (mutation_id) DO NOTHING",
 					5, types, values, nulls, false, 0);
+
+	/*
+	 * A concurrent push of the same id decided it first (its ledger row
+	 * committed while we decided).  This push's effect must not stand: fail
+	 * the call; the retry is answered from the ledger.
+	 */
+	if (SPI_processed == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("kizunasync.push(): mutation %s was decided by a concurrent push",
+						mutation_id),
+				 errhint("Retry the push; the retry answers with the recorded verdict.")));
 }
