@@ -27,6 +27,8 @@
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
 #include "nodes/pg_list.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
@@ -89,10 +91,12 @@ realtime_available(void)
 {
 	if (realtime_state < 0)
 	{
+		Oid			argtypes[4] = {JSONBOID, TEXTOID, TEXTOID, BOOLOID};
 		Oid			fn;
 
-		fn = DatumGetObjectId(DirectFunctionCall1(to_regprocedure,
-												  CStringGetTextDatum("realtime.send(jsonb,text,text,boolean)")));
+		/* missing_ok: no realtime schema or no such function gives InvalidOid */
+		fn = LookupFuncName(list_make2(makeString("realtime"), makeString("send")),
+							4, argtypes, true);
 		realtime_state = OidIsValid(fn) ? 1 : 0;
 	}
 	return realtime_state == 1;
