@@ -113,6 +113,25 @@ SELECT pv.push(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1
 SELECT pv.push(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1', 'update',
 	jsonb_build_object('columns', jsonb_build_object(repeat('c', 63), 1)), '00000000-0000-4000-8000-f10000000303'))))
 	-> 'verdicts' -> 0 ->> 'reason' AS name_at_limit;
+-- pk of 1024 bytes passes the length check (and is then not canonical)
+SELECT pv.try(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', repeat('1', 1024), 'insert'))));
+-- 1600 column entries pass (unknown columns: COLUMN_DENIED), 1601 do not
+SELECT pv.push(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1', 'update',
+	jsonb_build_object('columns', (SELECT jsonb_object_agg('c' || g, g) FROM generate_series(1, 1600) g)), '00000000-0000-4000-8000-f10000000305'))))
+	-> 'verdicts' -> 0 ->> 'reason' AS columns_1600;
+SELECT pv.try(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1', 'update',
+	jsonb_build_object('columns', (SELECT jsonb_object_agg('c' || g, g) FROM generate_series(1, 1601) g))))));
+-- an hlc of 128 bytes passes, 129 do not
+SELECT pv.push(jsonb_build_object('mutations', jsonb_build_array(pv.m('clock', '9', 'insert',
+	jsonb_build_object('columns', '{"title": "h"}'::jsonb, 'hlc', '2026-01-01T00:00:01.000Z|0|' || repeat('n', 101)), '00000000-0000-4000-8000-f10000000306'))))
+	-> 'verdicts' -> 0 ->> 'verdict' AS hlc_128;
+DELETE FROM public.clock WHERE id = 9;
+DELETE FROM kizunasync.row_hlc WHERE table_name = 'clock' AND pk = '9';
+SELECT pv.try(jsonb_build_object('mutations', jsonb_build_array(pv.m('clock', '9', 'insert',
+	jsonb_build_object('columns', '{"title": "h"}'::jsonb, 'hlc', '2026-01-01T00:00:01.000Z|0|' || repeat('n', 102))))));
+-- a batch over 16 MiB is refused before it is parsed
+SELECT pv.try(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1', 'update',
+	jsonb_build_object('columns', (SELECT jsonb_object_agg('c' || g, repeat('x', 1048576)) FROM generate_series(1, 17) g))))));
 -- nesting inside a value: 32 levels pass (and meet the column type), 33 do not
 SELECT pv.push(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1', 'update',
 	jsonb_build_object('columns', jsonb_build_object('t', (repeat('[', 32) || repeat(']', 32))::jsonb)), '00000000-0000-4000-8000-f10000000304'))))
