@@ -139,6 +139,23 @@ SELECT pv.push(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1
 SELECT pv.push(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1', 'update',
 	jsonb_build_object('columns', jsonb_build_object('t', (repeat('[', 33) || repeat(']', 33))::jsonb))))));
 
+-- errors inside a unit: a trigger's RAISE (P0001) is CONSTRAINT; an
+-- internal error is an error of the call, never a verdict
+CREATE FUNCTION pv.guard() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF NEW.t = 'raise' THEN RAISE EXCEPTION 'no raise'; END IF;
+	IF NEW.t = 'internal' THEN RAISE EXCEPTION 'internal trouble' USING ERRCODE = 'XX000'; END IF;
+	RETURN NEW;
+END $$;
+CREATE TRIGGER guard BEFORE UPDATE ON public.nums FOR EACH ROW EXECUTE FUNCTION pv.guard();
+SELECT pv.push(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1', 'update',
+	'{"columns": {"t": "raise"}}', '00000000-0000-4000-8000-f10000000307')))) -> 'verdicts' -> 0 ->> 'reason' AS trigger_raise;
+SELECT pv.try(jsonb_build_object('mutations', jsonb_build_array(
+	pv.m('nums', '2', 'update', '{"columns": {"t": "fine"}}', '00000000-0000-4000-8000-f10000000308'),
+	pv.m('nums', '1', 'update', '{"columns": {"t": "internal"}}', '00000000-0000-4000-8000-f10000000309'))));
+SELECT count(*) AS nothing_kept FROM kizunasync.verdicts WHERE mutation_id IN ('00000000-0000-4000-8000-f10000000308', '00000000-0000-4000-8000-f10000000309');
+DROP TRIGGER guard ON public.nums;
+
 -- transforms on every numeric type (integers and numeric exact)
 UPDATE public.nums SET i2 = 1, i4 = 1, i8 = 9223372036854775000, n = 0.1, f4 = 1.5, f8 = 2.5,
 	ta = '{b,a,b}', ia = '{1,2}', ba = '{true}', na = '{1.5}' WHERE id = 1;
