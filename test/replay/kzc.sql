@@ -239,7 +239,8 @@ END
 $$;
 
 -- Tier-2 mask: seq/cursor/winner_seq tokens keep only their shape, every
--- deleted_at is replaced.
+-- deleted_at is replaced.  Only well-formed decimals (no leading zeros) are
+-- masked, so a malformed token still shows as a difference.
 CREATE FUNCTION kzc.mask(v jsonb) RETURNS jsonb
 LANGUAGE plpgsql IMMUTABLE AS $$
 BEGIN
@@ -249,7 +250,7 @@ BEGIN
 					CASE
 					WHEN key = 'deleted_at' THEN to_jsonb('<deleted_at>'::text)
 					WHEN key IN ('seq', 'cursor', 'winner_seq') AND jsonb_typeof(value) = 'string'
-						 AND value #>> '{}' ~ '^([0-9]+:)?[0-9]+(~[0-9]+(\.[0-9]+)*)?$'
+						 AND value #>> '{}' ~ '^((0|[1-9][0-9]*):)?(0|[1-9][0-9]*)(~[1-9][0-9]*(\.[1-9][0-9]*)*)?$'
 						THEN to_jsonb(CASE WHEN value #>> '{}' LIKE '%:%' THEN '<start>:<seq>' ELSE '<seq>' END)
 					ELSE kzc.mask(value) END)
 				FROM jsonb_each(v)), '{}');

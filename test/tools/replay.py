@@ -523,7 +523,7 @@ def provision_sql(fixture):
 def build_database(corpus_root, outdir, fixture):
     """(Re)create the replay database.  Returns a list of provisioning
     problems (the engine may not provide everything yet)."""
-    subprocess.run([pg_bin('dropdb'), '--if-exists', '-q', DB], capture_output=True, text=True)
+    subprocess.run([pg_bin('dropdb'), '--if-exists', DB], capture_output=True, text=True)
     r = subprocess.run([pg_bin('createdb'), DB], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError('createdb %s: %s' % (DB, r.stderr.strip()))
@@ -610,6 +610,21 @@ def run_spec(path, timeout=300):
                 or re.search(r'\bFATAL\b|syntax error', s):
             step_errors.append((current, s))
     return out, results, diags, step_errors
+
+
+def run_selftest(outdir):
+    """pgTAP self-test of the kzc helpers; returns (ok, not ok)."""
+    out, results, _, planned, errors = run_tap(os.path.join(REPLAY_DIR, 'selftest.sql'))
+    with open(os.path.join(outdir, 'selftest.out'), 'w', encoding='utf-8') as f:
+        f.write(out)
+    ok = sum(1 for _, good in results if good)
+    bad = len(results) - ok
+    if planned is None or len(results) != planned:
+        bad += 1
+    for line in out.splitlines():
+        if line.startswith('not ok') or 'ERROR' in line:
+            print('!! self-test: ' + line)
+    return ok, bad
 
 
 def step_number(label):
@@ -803,10 +818,12 @@ def cmd_run(args):
         print('!! replay database could not be built: %s' % err)
         if args.results:
             with open(args.results, 'a') as f:
-                f.write('corpus-check 0 %d 0\nreplay 0 1 0\n' % problems)
+                f.write('corpus-check %d %d 0\nreplay 0 1 0\n' % (1 if problems == 0 else 0, problems))
         return 1
     for p in prov:
         print('!! provisioning failed: %s' % p)
+    st_ok, st_fail = run_selftest(args.out)
+    print('harness self-test (test/replay/selftest.sql): %d ok, %d not ok' % (st_ok, st_fail))
     jobs = generate(corpora, args.out)
     if args.only:
         jobs = [j for j in jobs if j[1]['id'] in args.only]
@@ -848,8 +865,9 @@ def cmd_run(args):
     if args.results:
         with open(args.results, 'a') as f:
             f.write('corpus-check %d %d 0\n' % (1 if problems == 0 else 0, problems))
+            f.write('replay-selftest %d %d 0\n' % (st_ok, st_fail))
             f.write('replay %d %d %d\n' % (passed, failed, skipped))
-    return 1 if (failed or problems) else 0
+    return 1 if (failed or problems or st_fail) else 0
 
 
 def cmd_pin(args):
