@@ -363,7 +363,12 @@ def gen_pgtap(cid, t, scenario):
 def gen_spec(cid, t, scenario):
     """Held-open transactions: one session per held writer, one for the
     auto-committed server steps, one for the client's rpc steps."""
-    held = {int(k): int(v) for k, v in scenario.get('held', {}).items()}
+    # held: server step n -> the step after which its transaction ends, as
+    # an integer (COMMIT) or {"after": m, "end": "commit"|"rollback"}.
+    held = {}
+    for k, v in scenario.get('held', {}).items():
+        v = v if isinstance(v, dict) else {'after': v}
+        held[int(k)] = (int(v['after']), 'ROLLBACK' if v.get('end') == 'rollback' else 'COMMIT')
     declared = text_array(declared_columns(t))
     ctx = t['context']
     sessions = {}      # name -> list of (stepname, sql)
@@ -380,7 +385,8 @@ def gen_spec(cid, t, scenario):
             if n in held:
                 w = 'w%d' % n
                 perm.append(add(w, '%s_s%d' % (w, n), 'BEGIN; %s' % call))
-                commits_after.setdefault(held[n], []).append(add(w, '%s_commit' % w, 'COMMIT;'))
+                after, end = held[n]
+                commits_after.setdefault(after, []).append(add(w, '%s_%s' % (w, end.lower()), end + ';'))
             else:
                 perm.append(add('server', 'srv_s%d' % n, call))
         elif action in ('rpc', 'drop-ack'):
