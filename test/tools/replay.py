@@ -122,6 +122,8 @@ def check_corpus(corpus, fixture):
             if os.path.exists(os.path.join(corpus.root, 'transcripts', cid + '.json')):
                 problems.append('%s: blocked but transcripts/%s.json exists' % (where, cid))
             continue
+        if e.get('blocked_on'):
+            problems.append('%s: has blocked_on but a file' % where)
         if e['file'] != 'transcripts/%s.json' % cid:
             problems.append('%s: file %s does not match its id' % (where, e['file']))
         listed_files.add(os.path.normpath(e['file']))
@@ -375,20 +377,24 @@ def gen_spec(cid, t, scenario):
     perm = []
     commits_after = {}  # n -> [commit step names]
 
-    def add(session, name, sql):
-        sessions.setdefault(session, []).append((name, sql))
+    def add(session, name, sql, notes=()):
+        sessions.setdefault(session, []).append((name, sql, notes))
         return name
+
+    def readable(label, v):
+        # spec comments may hold braces; SQL blocks may not (base64 there)
+        return '# %s: %s' % (label, json.dumps(v, ensure_ascii=False, sort_keys=True))
 
     for n, action, s in plan_case(t, scenario):
         if action == 'server' or action == 'reap':
             call = server_call(s, n, iso=True)
             if n in held:
                 w = 'w%d' % n
-                perm.append(add(w, '%s_s%d' % (w, n), 'BEGIN; %s' % call))
+                perm.append(add(w, '%s_s%d' % (w, n), 'BEGIN; %s' % call, [readable('step %d server' % n, s)]))
                 after, end = held[n]
                 commits_after.setdefault(after, []).append(add(w, '%s_%s' % (w, end.lower()), end + ';'))
             else:
-                perm.append(add('server', 'srv_s%d' % n, call))
+                perm.append(add('server', 'srv_s%d' % n, call, [readable('step %d server' % n, s)]))
         elif action in ('rpc', 'drop-ack'):
             step = s if action == 'rpc' else dict(s, rpc=s['target'])
             sql = ['ROLLBACK;',
@@ -404,7 +410,10 @@ def gen_spec(cid, t, scenario):
                 sql.append('SELECT * FROM kzc.iso_check(%s, %s, %s, %s);'
                            % (q('step %d %s' % (n, step['rpc'])), q(step['rpc']),
                               jlit(step['response'], iso=True), declared))
-            perm.append(add('client', 'c_s%d' % n, '\n  '.join(sql)))
+            notes = [readable('step %d %s request' % (n, step['rpc']), step['request'])]
+            if action == 'rpc':
+                notes.append(readable('step %d golden response' % n, step['response']))
+            perm.append(add('client', 'c_s%d' % n, '\n  '.join(sql), notes))
         elif action == 'unsupported':
             return None
         perm += commits_after.pop(n, [])
@@ -415,8 +424,8 @@ def gen_spec(cid, t, scenario):
            'setup', '{', '  CALL kzc.reset(%s, %d);' % (jlit(ctx, iso=True), scenario.get('next_seq', 1)), '}', '']
     for sname, steps in sessions.items():
         out += ['session %s' % sname, 'setup { SET client_min_messages = error; }']
-        for name, sql in steps:
-            out += ['step %s' % name, '{', '  ' + sql, '}']
+        for name, sql, notes in steps:
+            out += list(notes) + ['step %s' % name, '{', '  ' + sql, '}']
         out.append('')
     out += ['permutation ' + ' '.join(perm), '']
     return '\n'.join(out)
@@ -555,7 +564,7 @@ KZ_DIAG = re.compile(r'^# KZ (why|have|want|note) ([^\t]*)\t?(.*)$')
 
 
 def run_tap(path, timeout=120):
-    cmd = [shutil.which('pg_prove') or 'pg_prove', '-v', '-d', DB, path]
+    cmd = [shutil.which('pg_prove') or 'pg_prove', '--psql-bin', pg_bin('psql'), '-v', '-d', DB, path]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
         out = r.stdout + '\n' + r.stderr
