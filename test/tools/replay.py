@@ -839,6 +839,13 @@ def cmd_run(args):
         print('!! provisioning failed: %s' % p)
     st_ok, st_fail = run_selftest(args.out)
     print('harness self-test (test/replay/selftest.sql): %d ok, %d not ok' % (st_ok, st_fail))
+    os.environ['KZ_CORPUS'] = args.corpus
+    import test_replay
+    u_ok, u_fail, report = test_replay.run_suite()
+    print('harness unit tests (test/tools/test_replay.py): %d ok, %d not ok' % (u_ok, u_fail))
+    if u_fail:
+        print(report)
+    st_ok, st_fail = st_ok + u_ok, st_fail + u_fail
     jobs = generate(corpora, args.out)
     if args.only:
         jobs = [j for j in jobs if j[1]['id'] in args.only]
