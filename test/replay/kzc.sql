@@ -161,7 +161,7 @@ BEGIN
 		INSERT INTO kizunasync.row_hlc AS r (table_name, pk, column_hlc)
 		SELECT tbl, pk, coalesce(jsonb_object_agg(c, hlc), '{}')
 		  FROM jsonb_object_keys(cols) AS c
-		ON CONFLICT (table_name, pk) DO UPDATE SET column_hlc = r.column_hlc || excluded.column_hlc;
+		ON CONFLICT ON CONSTRAINT row_hlc_pkey DO UPDATE SET column_hlc = r.column_hlc || excluded.column_hlc;
 	END IF;
 	CALL kzc.stamp(step);
 END
