@@ -5,7 +5,7 @@
 \set ON_ERROR_STOP on
 \set QUIET on
 SET client_min_messages = warning;
-SELECT plan(39);
+SELECT plan(41);
 
 -- compare(rpc, actual text, err, expected, declared) -> (tier1, tier2, have, why)
 CREATE TEMP VIEW page AS SELECT
@@ -87,6 +87,22 @@ CALL kzc.server_upsert('notices', '7', '{"body": "b", "owner_id": "00000000-0000
 SELECT is((SELECT id FROM public.notices), 7::bigint, 'integer pk');
 CALL kzc.server_delete('seats', '["1", "12"]', 4);
 SELECT is((SELECT count(*) FROM public.seats), 0::bigint, 'delete by composite pk');
+
+-- hlc seeding on an hlc-mode table (a config row is made when no engine
+-- provisioned the table; it is removed again at the end)
+CREATE TEMP TABLE made_conf AS
+  SELECT NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables WHERE table_name = 'todos') AS made;
+INSERT INTO kizunasync.synced_tables (table_name, relid) VALUES ('todos', 'public.todos') ON CONFLICT DO NOTHING;
+CALL kzc.reset('{"server": {"min_schema_version": 1, "tombstone_ttl_days": 30, "tables": {"todos": {"bucket_column": "owner_id", "conflict_mode": "hlc"}}}}', 1);
+CALL kzc.server_upsert('todos', '00000000-0000-4000-8000-e10000000002',
+                       '{"title": "h", "owner_id": "00000000-0000-4000-8000-a10000000001"}', '2026-01-01T00:00:01.000Z|0|x', 1);
+CALL kzc.server_upsert('todos', '00000000-0000-4000-8000-e10000000002', '{"done": true}', '2026-01-01T00:00:02.000Z|0|x', 2);
+SELECT is((SELECT column_hlc FROM kizunasync.row_hlc WHERE table_name = 'todos' AND pk = '00000000-0000-4000-8000-e10000000002'),
+          '{"title": "2026-01-01T00:00:01.000Z|0|x", "owner_id": "2026-01-01T00:00:01.000Z|0|x", "done": "2026-01-01T00:00:02.000Z|0|x"}'::jsonb,
+          'hlc seeds the per-column high-water of the written columns');
+CALL kzc.server_delete('todos', '00000000-0000-4000-8000-e10000000002', 3);
+SELECT is((SELECT count(*) FROM kizunasync.row_hlc), 0::bigint, 'a server delete clears the row''s hlc entry');
+DELETE FROM kizunasync.synced_tables WHERE table_name = 'todos' AND (SELECT made FROM made_conf);
 
 -- deterministic deleted_at
 INSERT INTO kizunasync.tombstones (seq, table_name, pk, bucket_value) VALUES (901, 'todos', 'p9', 'u');
