@@ -18,6 +18,7 @@
 #include <jansson.h>
 
 #include "kizunasync.h"
+#include "capture.h"
 
 PG_MODULE_MAGIC;
 
@@ -40,4 +41,5 @@ void
 _PG_init(void)
 {
 	json_set_alloc_funcs(kz_json_malloc, kz_json_free);
+	kz_sequencing_define_gucs();
 }

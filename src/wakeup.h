@@ -1,0 +1,22 @@
+/*-------------------------------------------------------------------------
+ *
+ * wakeup.h
+ *	  Wake-up hints: after a transaction that changed a synced table commits,
+ *	  listeners of topic/channel "kizunasync:<table>" hear event "changed".
+ *	  Implemented in src/wakeup.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KZ_WAKEUP_H
+#define KZ_WAKEUP_H
+
+/*
+ * Note that the current (sub)transaction changed synced table table_name.
+ * Sends at most one hint per table per transaction; a hint sent inside a
+ * subtransaction that rolls back is withdrawn with it and sent again by the
+ * next change.  Never raises for a delivery problem: a lost hint costs only
+ * freshness.
+ */
+extern void kz_wakeup_note(const char *table_name);
+
+#endif							/* KZ_WAKEUP_H */
