@@ -18,7 +18,7 @@ export KZ_CORPUS=${KZ_CORPUS:-$ROOT/../shared/corpus}
 export KZ_PORT=${KZ_PORT:-55432}
 export KZ_RUNDIR=${KZ_RUNDIR:-/tmp/kizunasync-$KZ_PORT}
 export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-LANES=${KZ_LANES:-regress pgtap vectors replay}
+LANES=${KZ_LANES:-regress pgtap vectors replay fuzz}
 
 [ "${KZ_SKIP_DEPS:-0}" = 1 ] || bash scripts/deps.sh
 export PATH=$("$PG_CONFIG" --bindir):$PATH
@@ -74,8 +74,8 @@ run_prove() {
 
 fresh_db() {
 	local db=$1
-	dropdb --if-exists -q "$db"
-	createdb -q "$db"
+	dropdb --if-exists "$db"
+	createdb "$db"
 	psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f test/setup/standins.sql >/dev/null
 	psql -X -q -v ON_ERROR_STOP=1 -d "$db" -c 'CREATE EXTENSION pgtap; CREATE EXTENSION kizunasync;' >/dev/null
 }
@@ -119,6 +119,23 @@ lane_replay() {
 	python3 test/tools/replay.py run --corpus "$KZ_CORPUS" --cases cases \
 		--out "$KZ_OUT/replay" --results "$RESULTS" ||
 		echo "!! replay: cases differ from their pins or corpus problems (see above)"
+}
+
+# libFuzzer targets (fuzz/fuzz_*.c), each for ${KZ_FUZZ_SECONDS:-60} s; one
+# pass per target that ran clean.
+lane_fuzz() {
+	echo "== lane: fuzz (${KZ_FUZZ_SECONDS:-60} s per target)"
+	local f name ok=0 fail=0
+	for f in fuzz/fuzz_*.c; do
+		[ -e "$f" ] || continue
+		name=${f#fuzz/fuzz_}; name=${name%.c}
+		if bash fuzz/run.sh "${KZ_FUZZ_SECONDS:-60}" "$name"; then
+			ok=$((ok + 1))
+		else
+			fail=$((fail + 1))
+		fi
+	done
+	echo "fuzz $ok $fail 0" >> "$RESULTS"
 }
 
 for lane in $LANES; do

@@ -1,0 +1,347 @@
+/*-------------------------------------------------------------------------
+ *
+ * request_pull.c
+ *	  Parse and validate the "buckets" argument of kizunasync.pull (see
+ *	  request_pull.h).  Plain C and jansson only: no backend headers.
+ *
+ *	  Every limit is checked before the work it bounds: the text length
+ *	  and the nesting depth before jansson builds anything, the entry count
+ *	  before entries are copied, the param count before params are copied.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "request_pull.h"
+
+#define SQLSTATE_INVALID_PARAMETER	"22023"
+#define SQLSTATE_INVALID_TEXT		"22P02"
+#define SQLSTATE_OUT_OF_MEMORY		"53200"
+#define SQLSTATE_NUMERIC_RANGE		"22003"
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KZ_PRINTF_ATTR(f, a) __attribute__((format(printf, f, a)))
+#else
+#define KZ_PRINTF_ATTR(f, a)
+#endif
+
+static int	set_error(KzReqError *err, const char *sqlstate, const char *detail,
+					  const char *fmt,...) KZ_PRINTF_ATTR(4, 5);
+
+static int
+set_error(KzReqError *err, const char *sqlstate, const char *detail,
+		  const char *fmt,...)
+{
+	va_list		ap;
+
+	memcpy(err->sqlstate, sqlstate, 5);
+	err->sqlstate[5] = '\0';
+	va_start(ap, fmt);
+	vsnprintf(err->message, sizeof(err->message), fmt, ap);
+	va_end(ap);
+	snprintf(err->detail, sizeof(err->detail), "%s", detail ? detail : "");
+	return -1;
+}
+
+/*
+ * Copy at most maxbytes of a UTF-8 string for use in a message, cutting at
+ * a character boundary (jansson has already checked the encoding).
+ */
+static void
+clip_utf8(char *dst, size_t dstsize, const char *src, size_t srclen)
+{
+	size_t		n = srclen < dstsize - 1 ? srclen : dstsize - 1;
+
+	while (n > 0 && n < srclen && ((unsigned char) src[n] & 0xC0) == 0x80)
+		n--;
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+/*
+ * Depth of the deepest array/object nesting in a JSON text, scanning no
+ * further than needed to exceed limit.  Returns limit + 1 as soon as the
+ * limit is passed.  Strings are skipped (brackets inside them do not count).
+ */
+static int
+json_text_depth(const char *text, size_t len, int limit)
+{
+	int			depth = 0;
+	int			max = 0;
+	int			in_string = 0;
+	size_t		i;
+
+	for (i = 0; i < len; i++)
+	{
+		char		c = text[i];
+
+		if (in_string)
+		{
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_string = 0;
+			continue;
+		}
+		if (c == '"')
+			in_string = 1;
+		else if (c == '[' || c == '{')
+		{
+			if (++depth > max)
+			{
+				max = depth;
+				if (max > limit)
+					return limit + 1;
+			}
+		}
+		else if ((c == ']' || c == '}') && depth > 0)
+			depth--;
+	}
+	return max;
+}
+
+static char *
+copy_string(KzAllocFn alloc_fn, const char *s, size_t len)
+{
+	char	   *p = alloc_fn(len + 1);
+
+	if (p == NULL)
+		return NULL;
+	memcpy(p, s, len);
+	p[len] = '\0';
+	return p;
+}
+
+/* Parse one params object into b; returns 0 or -1 with *err set. */
+static int
+parse_params(json_t *params, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
+			 KzReqError *err)
+{
+	const char *key;
+	json_t	   *val;
+	size_t		n = json_object_size(params);
+	int			i = 0;
+
+	if (n > KZ_PULL_MAX_PARAMS)
+		return set_error(err, SQLSTATE_INVALID_PARAMETER,
+						 "A bucket entry narrows its table by at most 16 column values.",
+						 "kizunasync.pull(): buckets[%d] has %zu params, the limit is %d",
+						 idx, n, KZ_PULL_MAX_PARAMS);
+	b->nparams = 0;
+	b->params = NULL;
+	if (n == 0)
+		return 0;
+	b->params = alloc_fn(n * sizeof(KzPullParam));
+	if (b->params == NULL)
+		return set_error(err, SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
+
+	json_object_foreach(params, key, val)
+	{
+		KzPullParam *p = &b->params[i];
+		size_t		keylen = strlen(key);
+		char		shown[KZ_PULL_MAX_NAME + 1];
+
+		clip_utf8(shown, sizeof(shown), key, keylen);
+		if (keylen == 0 || keylen > KZ_PULL_MAX_NAME)
+			return set_error(err, SQLSTATE_INVALID_PARAMETER,
+							 "A param name is a column name of 1 to 63 bytes.",
+							 "kizunasync.pull(): buckets[%d]: invalid param name \"%s\"",
+							 idx, shown);
+		p->name = copy_string(alloc_fn, key, keylen);
+		if (p->name == NULL)
+			return set_error(err, SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
+
+		switch (json_typeof(val))
+		{
+			case JSON_NULL:
+				p->kind = KZ_PARAM_NULL;
+				p->text = NULL;
+				break;
+			case JSON_TRUE:
+			case JSON_FALSE:
+				p->kind = KZ_PARAM_BOOL;
+				p->text = copy_string(alloc_fn, json_is_true(val) ? "true" : "false",
+									  json_is_true(val) ? 4 : 5);
+				if (p->text == NULL)
+					return set_error(err, SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
+				break;
+			case JSON_INTEGER:
+				{
+					char		buf[32];
+					int			blen;
+
+					blen = snprintf(buf, sizeof(buf), "%" JSON_INTEGER_FORMAT,
+									json_integer_value(val));
+					p->kind = KZ_PARAM_INTEGER;
+					p->text = copy_string(alloc_fn, buf, (size_t) blen);
+					if (p->text == NULL)
+						return set_error(err, SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
+					break;
+				}
+			case JSON_STRING:
+				{
+					size_t		vlen = json_string_length(val);
+
+					if (vlen > KZ_PULL_MAX_VALUE)
+						return set_error(err, SQLSTATE_INVALID_PARAMETER,
+										 "A string param value is at most 1024 bytes.",
+										 "kizunasync.pull(): buckets[%d]: the value of param \"%s\" is too long",
+										 idx, shown);
+					p->kind = KZ_PARAM_STRING;
+					p->text = copy_string(alloc_fn, json_string_value(val), vlen);
+					if (p->text == NULL)
+						return set_error(err, SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
+					break;
+				}
+			default:
+				return set_error(err, SQLSTATE_INVALID_PARAMETER,
+								 "A param value is a string, an integer, true, false or null.",
+								 "kizunasync.pull(): buckets[%d]: param \"%s\" has an unsupported value type",
+								 idx, shown);
+		}
+		b->nparams = ++i;
+	}
+	return 0;
+}
+
+/* Parse one bucket entry into b; returns 0 or -1 with *err set. */
+static int
+parse_entry(json_t *entry, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
+			KzReqError *err)
+{
+	const char *key;
+	json_t	   *val;
+	json_t	   *table = NULL;
+	json_t	   *params = NULL;
+	size_t		tlen;
+
+	if (!json_is_object(entry))
+		return set_error(err, SQLSTATE_INVALID_PARAMETER,
+						 "A bucket entry is {\"table\": <name>, \"params\": {<column>: <value>, ...}}.",
+						 "kizunasync.pull(): buckets[%d] must be a JSON object", idx);
+
+	json_object_foreach(entry, key, val)
+	{
+		if (strcmp(key, "table") == 0)
+			table = val;
+		else if (strcmp(key, "params") == 0)
+			params = val;
+		else
+		{
+			char		shown[KZ_PULL_MAX_NAME + 1];
+
+			clip_utf8(shown, sizeof(shown), key, strlen(key));
+			return set_error(err, SQLSTATE_INVALID_PARAMETER,
+							 "A bucket entry has the keys \"table\" and \"params\" only.",
+							 "kizunasync.pull(): buckets[%d] has an unknown key \"%s\"",
+							 idx, shown);
+		}
+	}
+
+	if (table == NULL || !json_is_string(table))
+		return set_error(err, SQLSTATE_INVALID_PARAMETER,
+						 "A bucket entry names its table as a JSON string.",
+						 "kizunasync.pull(): buckets[%d] must name a table", idx);
+	tlen = json_string_length(table);
+	if (tlen == 0 || tlen > KZ_PULL_MAX_NAME)
+		return set_error(err, SQLSTATE_INVALID_PARAMETER,
+						 "A table name is 1 to 63 bytes.",
+						 "kizunasync.pull(): buckets[%d]: invalid table name", idx);
+	b->table = copy_string(alloc_fn, json_string_value(table), tlen);
+	if (b->table == NULL)
+		return set_error(err, SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
+
+	b->nparams = 0;
+	b->params = NULL;
+	if (params == NULL)
+		return 0;				/* a missing params object means {} */
+	if (!json_is_object(params))
+		return set_error(err, SQLSTATE_INVALID_PARAMETER,
+						 "params is a JSON object mapping column names to values.",
+						 "kizunasync.pull(): buckets[%d]: params must be a JSON object", idx);
+	return parse_params(params, idx, alloc_fn, b, err);
+}
+
+int
+kz_pull_request_parse(const char *text, size_t len, KzAllocFn alloc_fn,
+					  KzPullRequest *out, KzReqError *err)
+{
+	json_t	   *root;
+	json_error_t jerr;
+	size_t		n;
+	size_t		i;
+	int			rc = 0;
+	char		detail[200];
+
+	out->nbuckets = 0;
+	out->buckets = NULL;
+
+	if (len > KZ_PULL_MAX_TEXT)
+	{
+		snprintf(detail, sizeof(detail),
+				 "The buckets argument is %zu bytes of JSON; the limit is %d.",
+				 len, KZ_PULL_MAX_TEXT);
+		return set_error(err, SQLSTATE_INVALID_PARAMETER, detail,
+						 "kizunasync.pull(): buckets is too large");
+	}
+	if (json_text_depth(text, len, KZ_PULL_MAX_DEPTH) > KZ_PULL_MAX_DEPTH)
+		return set_error(err, SQLSTATE_INVALID_PARAMETER,
+						 "buckets is an array of {\"table\": ..., \"params\": {...}} with scalar param values.",
+						 "kizunasync.pull(): buckets is nested too deeply");
+
+	root = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
+	if (root == NULL && json_error_code(&jerr) == json_error_numeric_overflow)
+		return set_error(err, SQLSTATE_NUMERIC_RANGE,
+						 "An integer param value lies between -9223372036854775808 and 9223372036854775807.",
+						 "kizunasync.pull(): a number in buckets is out of range");
+	if (root == NULL)
+	{
+		snprintf(detail, sizeof(detail), "%s (at character %d)", jerr.text, jerr.position);
+		return set_error(err, SQLSTATE_INVALID_TEXT, detail,
+						 "kizunasync.pull(): buckets is not valid JSON");
+	}
+
+	if (!json_is_array(root))
+	{
+		json_decref(root);
+		return set_error(err, SQLSTATE_INVALID_PARAMETER,
+						 "buckets is an array of {\"table\": ..., \"params\": {...}}.",
+						 "kizunasync.pull(): buckets must be a JSON array");
+	}
+	n = json_array_size(root);
+	if (n > KZ_PULL_MAX_BUCKETS)
+	{
+		json_decref(root);
+		snprintf(detail, sizeof(detail), "The request names %zu.", n);
+		return set_error(err, SQLSTATE_INVALID_PARAMETER, detail,
+						 "kizunasync.pull(): a pull names at most %d bucket entries",
+						 KZ_PULL_MAX_BUCKETS);
+	}
+	if (n > 0)
+	{
+		out->buckets = alloc_fn(n * sizeof(KzPullBucket));
+		if (out->buckets == NULL)
+		{
+			json_decref(root);
+			return set_error(err, SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
+		}
+	}
+	for (i = 0; i < n && rc == 0; i++)
+	{
+		rc = parse_entry(json_array_get(root, i), (int) i, alloc_fn,
+						 &out->buckets[i], err);
+		if (rc == 0)
+			out->nbuckets = (int) i + 1;
+	}
+	json_decref(root);
+	if (rc != 0)
+	{
+		out->nbuckets = 0;
+		out->buckets = NULL;
+	}
+	return rc;
+}

@@ -1,0 +1,83 @@
+/*-------------------------------------------------------------------------
+ *
+ * request_pull.h
+ *	  Parsing and validation of the "buckets" argument of kizunasync.pull.
+ *
+ *	  Plain C (no postgres.h): the same code runs inside the backend and in
+ *	  the libFuzzer target fuzz/fuzz_pull_request.c.  The backend hands over
+ *	  the jsonb argument as text; the parser checks the documented limits
+ *	  before any work whose size they bound, then returns C structs.  Errors
+ *	  come back as (SQLSTATE, message, detail) for the caller to raise.
+ *
+ *	  Limits (decisions/0022-pull-request-limits.md):
+ *	    text length            KZ_PULL_MAX_TEXT      bytes
+ *	    nesting depth          KZ_PULL_MAX_DEPTH     (array > entry > params)
+ *	    bucket entries         KZ_PULL_MAX_BUCKETS
+ *	    params per entry       KZ_PULL_MAX_PARAMS
+ *	    table / param names    KZ_PULL_MAX_NAME      bytes (PostgreSQL's NAMEDATALEN - 1)
+ *	    string param values    KZ_PULL_MAX_VALUE     bytes
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KZ_REQUEST_PULL_H
+#define KZ_REQUEST_PULL_H
+
+#include <stddef.h>
+
+#define KZ_PULL_MAX_TEXT		262144
+#define KZ_PULL_MAX_DEPTH		3
+#define KZ_PULL_MAX_BUCKETS		64
+#define KZ_PULL_MAX_PARAMS		16
+#define KZ_PULL_MAX_NAME		63
+#define KZ_PULL_MAX_VALUE		1024
+
+typedef enum KzPullParamKind
+{
+	KZ_PARAM_NULL,
+	KZ_PARAM_STRING,
+	KZ_PARAM_INTEGER,
+	KZ_PARAM_BOOL
+} KzPullParamKind;
+
+typedef struct KzPullParam
+{
+	char	   *name;			/* column name, NUL-terminated */
+	KzPullParamKind kind;
+	char	   *text;			/* string value, decimal integer, "true"/"false"; NULL for null */
+} KzPullParam;
+
+typedef struct KzPullBucket
+{
+	char	   *table;			/* wire table name */
+	int			nparams;
+	KzPullParam *params;		/* in the order the keys appear */
+} KzPullBucket;
+
+typedef struct KzPullRequest
+{
+	int			nbuckets;
+	KzPullBucket *buckets;
+} KzPullRequest;
+
+/* An error to raise: SQLSTATE, message and (possibly empty) detail. */
+typedef struct KzReqError
+{
+	char		sqlstate[6];
+	char		message[256];
+	char		detail[256];
+} KzReqError;
+
+/* Allocator used for the output structs (palloc in the backend, malloc in the fuzzer). */
+typedef void *(*KzAllocFn) (size_t size);
+
+/*
+ * Parse text[0 .. len-1] (the JSON text of the buckets argument).
+ * Returns 0 and fills *out on success; returns -1 and fills *err otherwise
+ * (*out is then empty, and whatever was allocated may be released by the
+ * caller's allocator context).  The output strings are allocated with
+ * alloc_fn; jansson's own allocations are released before returning.
+ */
+extern int	kz_pull_request_parse(const char *text, size_t len, KzAllocFn alloc_fn,
+								  KzPullRequest *out, KzReqError *err);
+
+#endif							/* KZ_REQUEST_PULL_H */
