@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# push_floor: 1,000 mutations (500 inserts, then 500 single-column updates)
+# pushed in batches of 100 as an authenticated user, vs the floor: the same
+# writes as plain SQL statements under the same RLS (one statement per write,
+# same role and claims, one transaction per 100 writes).  Prints both timings
+# and the ratio, measured side by side in one run.  Runnable by hand:
+#   eval "$(bash scripts/devenv.sh NAME PORT)"; eval "$(bash scripts/cluster.sh env)"
+#   bash bench/push_floor.sh [dbname]
+set -euo pipefail
+DB=${1:-kz_bench_push}
+dropdb --if-exists "$DB" 2>/dev/null; createdb "$DB"
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+psql -X -q -v ON_ERROR_STOP=1 -d "$DB" -f "$ROOT/test/setup/standins.sql" >/dev/null
+psql -X -q -v ON_ERROR_STOP=1 -d "$DB" >/dev/null <<'SQL'
+SET client_min_messages = warning;
+CREATE EXTENSION kizunasync;
+CREATE TABLE public.todos (id uuid PRIMARY KEY, owner_id uuid NOT NULL, title text, done boolean);
+ALTER TABLE public.todos ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own ON public.todos FOR ALL TO authenticated
+	USING (owner_id = auth.uid()) WITH CHECK (owner_id = auth.uid());
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.todos TO authenticated;
+SELECT kizunasync.sync_table('public.todos', bucket_column => 'owner_id');
+SQL
+U=00000000-0000-4000-8000-a10000000001
+gen() {	# $1 = push|sql, $2 = id prefix
+	python3 - "$1" "$2" "$U" <<'PY'
+import json, sys
+mode, pre, u = sys.argv[1:]
+ids = ['%s-0000-4000-8000-%012d' % (pre, i) for i in range(500)]
+muts = [dict(mutation_id='%s-0000-4000-9000-%012d' % (pre, i), table='todos', pk=ids[i], op='insert',
+             columns=dict(owner_id=u, title='t%d' % i, done=False)) for i in range(500)]
+muts += [dict(mutation_id='%s-0000-4000-9000-%012d' % (pre, 500 + i), table='todos', pk=ids[i], op='update',
+              columns=dict(title='u%d' % i)) for i in range(500)]
+claims = "SELECT set_config('request.jwt.claims', '{\"sub\": \"%s\", \"role\": \"authenticated\"}', true);" % u
+for b in range(10):
+    chunk = muts[b * 100:(b + 1) * 100]
+    print('BEGIN;'); print(claims); print('SET LOCAL ROLE authenticated;')
+    if mode == 'push':
+        batch = json.dumps(dict(atomic=False, mutations=chunk)).replace("'", "''")
+        print("SELECT kizunasync.push('%s', NULL, 1) IS NOT NULL;" % batch)
+    else:
+        for m in chunk:
+            c = m['columns']
+            if m['op'] == 'insert':
+                print("INSERT INTO public.todos (id, owner_id, title, done) VALUES ('%s', '%s', '%s', false);" % (m['pk'], c['owner_id'], c['title']))
+            else:
+                print("UPDATE public.todos SET title = '%s' WHERE id = '%s';" % (c['title'], m['pk']))
+    print('COMMIT;')
+PY
+}
+gen push aaaaaaaa > /tmp/kz_bench_push.sql
+gen sql bbbbbbbb > /tmp/kz_bench_sql.sql
+run() { local t0 t1; t0=$(date +%s%N); psql -X -q -v ON_ERROR_STOP=1 -d "$DB" -f "$1" >/dev/null; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); }
+# warm-up of both paths, then measured runs interleaved
+run /tmp/kz_bench_sql.sql >/dev/null; psql -X -q -d "$DB" -c "DELETE FROM kizunasync.verdicts; TRUNCATE public.todos" >/dev/null 2>&1 || true
+psql -X -q -d "$DB" -c "DELETE FROM public.todos; DELETE FROM kizunasync.verdicts" >/dev/null
+p=$(run /tmp/kz_bench_push.sql)
+s=$(run /tmp/kz_bench_sql.sql)
+rows=$(psql -X -At -d "$DB" -c "SELECT count(*) FROM public.todos")
+echo "push (10 batches x 100):     ${p} ms"
+echo "plain SQL (1000 statements): ${s} ms"
+echo "rows: ${rows} (expect 1000)"
+python3 -c "print('ratio push/floor: %.2f' % ($p / max($s, 1)))"
+dropdb "$DB"
