@@ -538,7 +538,7 @@ def provision_sql(fixture):
 def build_database(corpus_root, outdir, fixture):
     """(Re)create the replay database.  Returns a list of provisioning
     problems (the engine may not provide everything yet)."""
-    subprocess.run([pg_bin('dropdb'), '--if-exists', DB], capture_output=True, text=True)
+    subprocess.run([pg_bin('dropdb'), '--if-exists', '--force', DB], capture_output=True, text=True)
     r = subprocess.run([pg_bin('createdb'), DB], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError('createdb %s: %s' % (DB, r.stderr.strip()))
@@ -589,7 +589,7 @@ def run_tap(path, timeout=120):
     return out, results, diags, planned, errors
 
 
-def run_spec(path, timeout=300):
+def run_spec(path, timeout=180):
     iso = isolationtester_path()
     if iso is None:
         return None
