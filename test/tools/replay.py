@@ -621,6 +621,8 @@ def run_spec(path, timeout=180):
             continue
         if s.startswith('ERROR:'):
             step_errors.append((current, s[len('ERROR:'):].strip()))
+        elif s.startswith('setup failed:'):
+            step_errors.append((None, s))
         elif 'isolationtester:' in s or s.startswith('!!') \
                 or re.search(r'\bFATAL\b|syntax error', s):
             step_errors.append((current, s))
@@ -694,8 +696,6 @@ def explain(label, d):
 
 def classify(results, diags, expected_tests, extra_errors):
     """Outcome and detail from the per-test results of one case."""
-    failing_setup = [(lbl, ok) for lbl, ok in results if not ok and not lbl.endswith(')')]
-    t2_fail = [lbl for lbl, ok in results if not ok and lbl.endswith('tier 2 (semantic)')]
     t1_fail = [lbl for lbl, ok in results if not ok and lbl.endswith('tier 1 (byte)')]
     first_bad = None
     for lbl, ok in results:
@@ -715,7 +715,6 @@ def classify(results, diags, expected_tests, extra_errors):
     if t1_fail:
         base = t1_fail[0].split(':')[0]
         return 'PASS-SEMANTIC', 'tier 1 first differs at ' + explain(base, diags.get(base, {}))
-    del failing_setup, t2_fail
     return 'PASS-BYTE', ''
 
 
@@ -738,20 +737,21 @@ def replay_job(job, outdir):
     with open(log, 'w', encoding='utf-8') as f:
         f.write(out)
     t = corpus.transcript(e)
-    # A server step of a spec that errors is a divergence at that step.
+    rpc_of = {s['n']: s['rpc'] for s in t['steps'] if s['kind'] == 'rpc'}
     for step, msg in step_errors:
-        if step and not step.startswith('c_s'):
+        if step is None:
+            # before any step: the spec's setup (the reset) or isolationtester itself
+            return 'DIVERGED', 'setup: %s' % short(msg, 160)
+        if not step.startswith('c_s'):
             m = re.search(r'_s(\d+)$', step)
             return 'DIVERGED', 'step %s server: %s' % (m.group(1) if m else step, short(msg, 160))
-    nrpc = sum(1 for s in t['steps'] if s['kind'] == 'rpc')
-    for step, msg in step_errors:
-        if step and step.startswith('c_s'):
-            n = int(step[3:])
-            if not any(step_number(lbl) == n for lbl, _ in results):
-                rpc = next(s['rpc'] for s in t['steps'] if s['n'] == n and s['kind'] == 'rpc') \
-                    if any(s['n'] == n and s['kind'] == 'rpc' for s in t['steps']) else 'rpc'
-                results.append(('step %d %s: tier 2 (semantic)' % (n, rpc), False))
-                diags['step %d %s' % (n, rpc)] = {'why': 'error: ' + msg}
+        # an rpc step that raised printed no KZ line: its error is the difference
+        n = int(step[len('c_s'):])
+        if n in rpc_of and not any(step_number(lbl) == n for lbl, _ in results):
+            label = 'step %d %s' % (n, rpc_of[n])
+            results.append((label + ': tier 2 (semantic)', False))
+            diags[label] = {'why': 'error: ' + msg}
+    nrpc = len(rpc_of)
     results.sort(key=lambda r: step_number(r[0]))
     return classify(results, diags, 2 * nrpc, [m for _, m in step_errors])
 

@@ -5,7 +5,6 @@ The corpus is read from $KZ_CORPUS (default ../shared/corpus); mutated copies
 for the structural-check tests are made in a temporary directory and removed.
 """
 
-import copy
 import json
 import os
 import re
