@@ -133,6 +133,7 @@ def check_corpus(corpus, fixture):
             problems.append('%s: transcript does not parse: %s' % (where, err))
             continue
         problems += ['%s: %s' % (cid, p) for p in check_transcript(t, e, fixture)]
+        problems += ['%s: %s' % (cid, p) for p in check_canonical(os.path.join(corpus.root, e['file']))]
     tdir = os.path.join(corpus.root, 'transcripts')
     for dirpath, _, files in os.walk(tdir):
         for fn in files:
@@ -141,6 +142,45 @@ def check_corpus(corpus, fixture):
                 if rel not in listed_files:
                     problems.append('%s: no manifest entry' % rel)
     return problems
+
+
+def check_canonical(path):
+    """Canonical bytes (corpus rules C-1..C-9, as far as they are checkable
+    here): no duplicate keys, sorted keys, two-space indent, LF, one trailing
+    newline, numbers only integers 0..2^31-1 (increment `by` may be negative)."""
+    out = []
+    with open(path, 'rb') as f:
+        raw = f.read()
+    try:
+        text = raw.decode('utf-8')
+    except UnicodeDecodeError:
+        return ['not UTF-8']
+
+    def no_dups(pairs):
+        keys = [k for k, _ in pairs]
+        if len(keys) != len(set(keys)):
+            out.append('duplicate keys %s' % sorted({k for k in keys if keys.count(k) > 1}))
+        return dict(pairs)
+    try:
+        doc = json.loads(text, object_pairs_hook=no_dups)
+    except ValueError as err:
+        return ['does not parse: %s' % err]
+    if json.dumps(doc, indent=2, sort_keys=True, ensure_ascii=False) + '\n' != text:
+        out.append('not in canonical form (sorted keys, 2-space indent, LF, one trailing newline)')
+
+    def numbers(o, path, parent_key=None):
+        if isinstance(o, bool) or o is None or isinstance(o, str):
+            return
+        if isinstance(o, dict):
+            for k, v in o.items():
+                numbers(v, '%s.%s' % (path, k), k)
+        elif isinstance(o, list):
+            for i, v in enumerate(o):
+                numbers(v, '%s[%d]' % (path, i))
+        elif not isinstance(o, int) or o > 2 ** 31 - 1 or (o < 0 and parent_key != 'by'):
+            out.append('number %r at %s is not an integer 0..2^31-1' % (o, path))
+    numbers(doc, '$')
+    return out
 
 
 def check_transcript(t, entry, fixture):

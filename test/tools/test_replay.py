@@ -93,6 +93,21 @@ class StructuralCheck(unittest.TestCase):
         self.edit('cases/manifest.json', unblock)
         self.assertProblem(r'wakeup/002-wakeup-payload: has blocked_on but a file')
 
+    def test_non_canonical_bytes(self):
+        p = os.path.join(self.tmp, 'transcripts/pull/001-bootstrap-empty.json')
+        with open(p, encoding='utf-8') as f:
+            doc = json.load(f)
+        with open(p, 'w', encoding='utf-8') as f:
+            json.dump(doc, f, indent=4, sort_keys=True)
+            f.write('\n')
+        self.assertProblem(r'pull/001-bootstrap-empty: not in canonical form')
+
+    def test_float_number(self):
+        def floaty(t):
+            t['context']['schema_version'] = 1.5
+        self.edit('transcripts/pull/001-bootstrap-empty.json', floaty)
+        self.assertProblem(r'number 1.5 at \$.context.schema_version')
+
     def test_fencing_field_by_directory(self):
         self.edit('transcripts/fencing/002-overlap-redelivery-idempotent.json',
                   lambda t: t.__setitem__('fencing', 'shared'))
