@@ -22,6 +22,7 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/pg_type.h"
@@ -32,9 +33,11 @@
 #include "nodes/makefuncs.h"
 #include "utils/acl.h"
 #include "utils/array.h"
+#include "common/hashfn.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/fmgroids.h"
+#include "utils/hsearch.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -320,7 +323,7 @@ lookup_table(List **tables, const char *name)
 	desc = RelationGetDescr(rel);
 	t->natts = desc->natts;
 	t->readable = palloc0(sizeof(bool) * Max(desc->natts, 1));
-	t->colnames = palloc(sizeof(char *) * Max(desc->natts, 1));
+	t->colnames = palloc0(sizeof(char *) * Max(desc->natts, 1));
 	t->colnums = palloc(sizeof(AttrNumber) * Max(desc->natts, 1));
 	t->coltypes = palloc(sizeof(Oid) * Max(desc->natts, 1));
 	t->coltypmods = palloc(sizeof(int32) * Max(desc->natts, 1));
@@ -737,13 +740,67 @@ deliverable(PullState *st, Candidate *c)
 
 /* ------------------------------------------------------ candidate stream */
 
+/*
+ * Prepared plans are kept for the life of the backend, keyed by the SQL text
+ * and the role that prepares them (render plans are prepared as the caller;
+ * the plan cache itself replans on catalog, policy or role changes).  Every
+ * statement text is built from catalog names only, so the set is bounded by
+ * (tables x projections x roles).
+ */
+typedef struct PlanKey
+{
+	Oid			role;
+	uint32		hash;
+} PlanKey;
+
+typedef struct PlanEntry
+{
+	PlanKey		key;
+	char	   *sql;
+	SPIPlanPtr	plan;
+} PlanEntry;
+
+static HTAB *plan_cache = NULL;
+
 static SPIPlanPtr
 prepare(const char *sql, int nargs, Oid *argtypes)
 {
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, argtypes);
+	PlanKey		key;
+	PlanEntry  *e;
+	bool		found;
+	SPIPlanPtr	plan;
 
+	if (plan_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		memset(&ctl, 0, sizeof(ctl));
+		ctl.keysize = sizeof(PlanKey);
+		ctl.entrysize = sizeof(PlanEntry);
+		plan_cache = hash_create("kizunasync pull plans", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+	}
+	memset(&key, 0, sizeof(key));
+	key.role = GetUserId();
+	key.hash = hash_bytes((const unsigned char *) sql, strlen(sql));
+	e = hash_search(plan_cache, &key, HASH_ENTER, &found);
+	if (found && e->plan != NULL && strcmp(e->sql, sql) == 0)
+		return e->plan;
+	if (found && e->plan != NULL)
+	{
+		/* a hash collision: the newer statement takes the slot */
+		SPI_freeplan(e->plan);
+		pfree(e->sql);
+	}
+	e->plan = NULL;
+	e->sql = NULL;
+
+	plan = SPI_prepare(sql, nargs, argtypes);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	e->sql = MemoryContextStrdup(TopMemoryContext, sql);
+	e->plan = plan;
 	return plan;
 }
 
@@ -1407,8 +1464,21 @@ kz_pull(PG_FUNCTION_ARGS)
 		req.nbuckets = 0;
 	else
 	{
-		Jsonb	   *bj = PG_GETARG_JSONB_P(0);
-		char	   *btext = JsonbToCString(NULL, &bj->root, VARSIZE(bj));
+		Jsonb	   *bj;
+		char	   *btext;
+
+		/*
+		 * Refuse a huge argument before detoasting it.  The binary form of a
+		 * JSON text is at most about twice its size, so this is a loose
+		 * bound; the parser checks the text length exactly.
+		 */
+		if (toast_raw_datum_size(PG_GETARG_DATUM(0)) > 2 * (Size) KZ_PULL_MAX_TEXT)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg(MSG_PREFIX "buckets is too large"),
+					 errdetail("The limit is %d bytes of JSON text.", KZ_PULL_MAX_TEXT)));
+		bj = PG_GETARG_JSONB_P(0);
+		btext = JsonbToCString(NULL, &bj->root, VARSIZE(bj));
 
 		if (kz_pull_request_parse(btext, strlen(btext), palloc, &req, &rerr) != 0)
 			ereport(ERROR,

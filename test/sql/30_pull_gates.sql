@@ -11,10 +11,13 @@ GRANT SELECT ON pull_t.todos TO authenticated;
 CREATE TABLE pull_t.notes (id bigint PRIMARY KEY, body text);
 GRANT SELECT ON pull_t.notes TO authenticated;
 CREATE TABLE pull_t.hidden (id bigint PRIMARY KEY, owner_id uuid, secret text);
+CREATE TABLE pull_t.wide (id int PRIMARY KEY, c1 text, c2 text, c3 text, c4 text, c5 text, c6 text, c7 text, c8 text,
+	c9 text, c10 text, c11 text, c12 text, c13 text, c14 text, c15 text, c16 text, c17 text);
+GRANT SELECT ON pull_t.wide TO authenticated;
 GRANT SELECT (owner_id, secret) ON pull_t.hidden TO authenticated;
 INSERT INTO kizunasync.synced_tables (table_name, relid, bucket_column, register_clients)
 VALUES ('todos', 'pull_t.todos', 'owner_id', true), ('notes', 'pull_t.notes', NULL, false),
-       ('hidden', 'pull_t.hidden', 'owner_id', false);
+       ('hidden', 'pull_t.hidden', 'owner_id', false), ('wide', 'pull_t.wide', NULL, false);
 SELECT setval('kizunasync.change_seq', 300) AS base;
 UPDATE kizunasync.reap_state SET reaped_seq = 0;
 INSERT INTO pull_t.todos VALUES ('00000000-0000-4000-8000-e10000000001', '00000000-0000-4000-8000-a10000000001', 'row one', false);
@@ -67,6 +70,16 @@ SELECT kizunasync.pull('[{"table": "todos", "params": {"owner_id": "x"}, "extra"
 SELECT kizunasync.pull(jsonb_build_array(jsonb_build_object('table', 'todos', 'params', jsonb_build_object('title', repeat('x', 1025)))), '0', 1);
 SELECT kizunasync.pull((SELECT jsonb_build_array(jsonb_build_object('table', 'todos', 'params', jsonb_object_agg('c' || i, i))) FROM generate_series(1, 17) i), '0', 1);
 SELECT kizunasync.pull('[{"table": "todos", "params": {"": 1}}]', '0', 1);
+-- each limit at the limit: 16 params, a 1024-byte value, a 63-byte name
+SELECT kizunasync.pull((SELECT jsonb_build_array(jsonb_build_object('table', 'wide', 'params', jsonb_object_agg('c' || i, i))) FROM generate_series(1, 16) i), '0', 1) -> 'rows' AS sixteen_params;
+SELECT kizunasync.pull((SELECT jsonb_build_array(jsonb_build_object('table', 'wide', 'params', jsonb_object_agg('c' || i, i))) FROM generate_series(1, 17) i), '0', 1);
+SELECT kizunasync.pull(jsonb_build_array(jsonb_build_object('table', 'todos', 'params', jsonb_build_object('owner_id', NULL, 'title', repeat('x', 1024)))), '0', 1) -> 'rows' AS value_1024;
+SELECT kizunasync.pull(jsonb_build_array(jsonb_build_object('table', repeat('t', 63))), '0', 1);
+SELECT kizunasync.pull(jsonb_build_array(jsonb_build_object('table', 'wide', 'params', jsonb_build_object(repeat('c', 64), 1))), '0', 1);
+-- the JSON text: 64 entries of 3 values of 1024 bytes (about 200 KB) pass; 16 values each (over 1 MB) do not
+SELECT kizunasync.pull((SELECT jsonb_agg(jsonb_build_object('table', 'wide', 'params', (SELECT jsonb_object_agg('c' || i, repeat('v', 1024)) FROM generate_series(1, 3) i))) FROM generate_series(1, 64)), '0', 1) -> 'rows' AS text_200k;
+SELECT kizunasync.pull((SELECT jsonb_agg(jsonb_build_object('table', 'wide', 'params', (SELECT jsonb_object_agg('c' || i, repeat('v', 1024)) FROM generate_series(1, 16) i))) FROM generate_series(1, 64)), '0', 1);
+SELECT kizunasync.pull((SELECT jsonb_agg(jsonb_build_object('table', 'wide', 'params', (SELECT jsonb_object_agg('c' || i, repeat('v', 1000)) FROM generate_series(1, 5) i))) FROM generate_series(1, 64)), '0', 1);
 -- the params key may be left out (it means {}) and an empty list is fine
 SELECT kizunasync.pull('[{"table": "notes"}]', '0', 1) -> 'cursor' AS no_params;
 SELECT kizunasync.pull('[]', '0', 1) - 'cursor' AS empty_list;
@@ -157,6 +170,6 @@ SELECT set_config('request.jwt.claims', '', false) IS NOT NULL AS claims;
 SET client_min_messages = warning;
 DELETE FROM kizunasync.bucket_grants;
 DELETE FROM kizunasync.changelog WHERE table_name IN ('todos', 'notes', 'hidden');
-DELETE FROM kizunasync.synced_tables WHERE table_name IN ('todos', 'notes', 'hidden');
+DELETE FROM kizunasync.synced_tables WHERE table_name IN ('todos', 'notes', 'hidden', 'wide');
 DROP SCHEMA pull_t CASCADE;
 RESET client_min_messages;
