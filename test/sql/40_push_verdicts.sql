@@ -119,6 +119,15 @@ SELECT j.column_name, j.loser_value, j.conflict_mode, j.winner_mutation_id,
   JOIN kizunasync.changelog c ON c.table_name = j.table_name AND c.pk = j.pk
  ORDER BY j.column_name;
 
+-- client registry: on a table that registers clients, the client id is
+-- recorded with the last applied mutation; another user may not take it over
+UPDATE kizunasync.synced_tables SET register_clients = true WHERE table_name = 'todos';
+SELECT pt.push(:'ua', '{"mutations": [{"columns": {"title": "reg"}, "mutation_id": "00000000-0000-4000-8000-f10000000030", "op": "update", "pk": "00000000-0000-4000-8000-e10000000001", "table": "todos"}, {"columns": {"title": "forbidden"}, "mutation_id": "00000000-0000-4000-8000-f10000000031", "op": "update", "pk": "00000000-0000-4000-8000-e10000000001", "table": "todos"}]}', 1, '00000000-0000-4000-8000-c10000000001') -> 'verdicts' -> 1 ->> 'reason' AS second;
+SELECT client_id, user_id, last_mutation_id, schema_version FROM kizunasync.clients;
+SELECT pt.push(:'ub', '{"mutations": [{"columns": {"title": "x"}, "mutation_id": "00000000-0000-4000-8000-f10000000032", "op": "update", "pk": "00000000-0000-4000-8000-e10000000001", "table": "todos"}]}', 1, '00000000-0000-4000-8000-c10000000001');
+SELECT count(*) AS not_recorded FROM kizunasync.verdicts WHERE mutation_id = '00000000-0000-4000-8000-f10000000032';
+DELETE FROM kizunasync.clients;
+
 SELECT kizunasync.unsync_table('public.todos');
 DROP TABLE public.todos;
 DELETE FROM kizunasync.verdicts;
