@@ -3,7 +3,8 @@
 # pushed in batches of 100 as an authenticated user, vs the floor: the same
 # writes as plain SQL statements under the same RLS (one statement per write,
 # same role and claims, one transaction per 100 writes).  Prints both timings
-# and the ratio, measured side by side in one run.  Runnable by hand:
+# and the median ratio over ROUNDS (default 5) alternating rounds, measured
+# side by side in one run.  Runnable by hand:
 #   eval "$(bash scripts/devenv.sh NAME PORT)"; eval "$(bash scripts/cluster.sh env)"
 #   bash bench/push_floor.sh [dbname]
 set -euo pipefail
@@ -48,17 +49,32 @@ for b in range(10):
     print('COMMIT;')
 PY
 }
-gen push aaaaaaaa > /tmp/kz_bench_push.sql
-gen sql bbbbbbbb > /tmp/kz_bench_sql.sql
 run() { local t0 t1; t0=$(date +%s%N); psql -X -q -v ON_ERROR_STOP=1 -d "$DB" -f "$1" >/dev/null; t1=$(date +%s%N); echo $(( (t1 - t0) / 1000000 )); }
-# warm-up of both paths, then measured runs interleaved
-run /tmp/kz_bench_sql.sql >/dev/null; psql -X -q -d "$DB" -c "DELETE FROM kizunasync.verdicts; TRUNCATE public.todos" >/dev/null 2>&1 || true
-psql -X -q -d "$DB" -c "DELETE FROM public.todos; DELETE FROM kizunasync.verdicts" >/dev/null
-p=$(run /tmp/kz_bench_push.sql)
-s=$(run /tmp/kz_bench_sql.sql)
-rows=$(psql -X -At -d "$DB" -c "SELECT count(*) FROM public.todos")
-echo "push (10 batches x 100):     ${p} ms"
-echo "plain SQL (1000 statements): ${s} ms"
-echo "rows: ${rows} (expect 1000)"
-python3 -c "print('ratio push/floor: %.2f' % ($p / max($s, 1)))"
+reset() { psql -X -q -d "$DB" -c "DELETE FROM public.todos; DELETE FROM kizunasync.verdicts" >/dev/null; }
+# warm-up of both paths, then ROUNDS measured rounds, alternating which goes first
+ROUNDS=${ROUNDS:-5}
+gen push aaaaaaa0 > /tmp/kz_bench_push.sql; gen sql bbbbbbb0 > /tmp/kz_bench_sql.sql
+run /tmp/kz_bench_push.sql >/dev/null; reset; run /tmp/kz_bench_sql.sql >/dev/null; reset
+ps=(); ss=()
+for r in $(seq 1 "$ROUNDS"); do
+	gen push aaaaaaa$r > /tmp/kz_bench_push.sql; gen sql bbbbbbb$r > /tmp/kz_bench_sql.sql
+	if [ $((r % 2)) -eq 1 ]; then
+		p=$(run /tmp/kz_bench_push.sql); rows=$(psql -X -At -d "$DB" -c "SELECT count(*) FROM public.todos WHERE title LIKE 'u%'"); reset
+		s=$(run /tmp/kz_bench_sql.sql); reset
+	else
+		s=$(run /tmp/kz_bench_sql.sql); reset
+		p=$(run /tmp/kz_bench_push.sql); rows=$(psql -X -At -d "$DB" -c "SELECT count(*) FROM public.todos WHERE title LIKE 'u%'"); reset
+	fi
+	[ "$rows" = 500 ] || { echo "push round $r left $rows updated rows, expected 500" >&2; exit 1; }
+	echo "round $r: push ${p} ms, plain SQL ${s} ms"
+	ps+=("$p"); ss+=("$s")
+done
+python3 - "${ps[*]}" "${ss[*]}" <<'PY'
+import statistics, sys
+p = [int(x) for x in sys.argv[1].split()]; s = [int(x) for x in sys.argv[2].split()]
+mp, ms = statistics.median(p), statistics.median(s)
+print('push (10 batches x 100, median):     %d ms' % mp)
+print('plain SQL (1000 statements, median): %d ms' % ms)
+print('ratio push/floor: %.2f (target <= 2.0)' % (mp / max(ms, 1)))
+PY
 dropdb "$DB"

@@ -1,7 +1,8 @@
 /*
  * fuzz_push_request.c
  *	  libFuzzer target for the push batch parser (src/request_push.c) and
- *	  the HLC helpers (src/hlc.c).  Build: make -C fuzz (see fuzz/Makefile).
+ *	  the HLC helpers (src/hlc.c).  Build and run: fuzz/run.sh 60 push_request
+ *	  (fuzz/push_request.conf names the sources).
  *
  *	  Invariants checked on every input: the parser never crashes, every
  *	  failure carries a 5-character SQLSTATE and a message, and every

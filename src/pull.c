@@ -1009,6 +1009,7 @@ next_batch(PullState *st, Candidate *batch, int need)
 	Candidate  *merged;
 	int			nmerged = 0;
 	int64		bound = PG_INT64_MAX;
+	int64	   *short_last;
 	int			i;
 
 	while (n < need && st->hole_next < st->nhole_cands)
@@ -1018,6 +1019,7 @@ next_batch(PullState *st, Candidate *batch, int need)
 
 	m = need - n;
 	merged = palloc(sizeof(Candidate) * (Size) m * Max(st->nsources, 1));
+	short_last = palloc(sizeof(int64) * Max(st->nsources, 1));
 	for (i = 0; i < st->nsources; i++)
 	{
 		PullSource *src = &st->sources[i];
@@ -1046,8 +1048,10 @@ next_batch(PullState *st, Candidate *batch, int need)
 			elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
 		got = collect(SPI_tuptable, SPI_processed, src, merged, &nmerged);
 		SPI_freetuptable(SPI_tuptable);
+		/* a short source has nothing past its last row; -1: a full one */
+		short_last[i] = -1;
 		if (got < m)
-			src->exhausted = true;
+			short_last[i] = got > 0 ? merged[nmerged - 1].seq : 0;
 		else if (merged[nmerged - 1].seq < bound)
 			bound = merged[nmerged - 1].seq;
 	}
@@ -1057,6 +1061,14 @@ next_batch(PullState *st, Candidate *batch, int need)
 		batch[n++] = merged[i];
 		st->window_pos = merged[i].seq;
 	}
+
+	/*
+	 * A short source is exhausted once every row it returned was taken; rows
+	 * left over (the batch filled up first) are fetched again next time.
+	 */
+	for (i = 0; i < st->nsources; i++)
+		if (!st->sources[i].exhausted && short_last[i] >= 0 && short_last[i] <= st->window_pos)
+			st->sources[i].exhausted = true;
 	return n;
 }
 

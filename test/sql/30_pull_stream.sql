@@ -217,6 +217,15 @@ SELECT count(*) AS registrations, min(client_id::text) AS oldest_kept,
        bool_or(client_id = '00000000-0000-4000-8000-c10000000001') AS this_one_kept
   FROM kizunasync.clients WHERE user_id = '00000000-0000-4000-8000-a10000000001';
 
+-- a bucket whose entries come after a batch full of withheld candidates of
+-- another bucket is still read (found by test/tools/pull_stress.py): three
+-- rows of user-b (withheld from user-a by RLS), then one of user-a's
+SELECT pull_t.todo(7, '2', 'b seven') AS s1, pull_t.todo(8, '2', 'b eight') AS s2,
+       pull_t.todo(9, '2', 'b nine') AS s3, pull_t.todo(6, '1', 'row six again') AS s4;
+SET ROLE authenticated;
+SELECT pull_t.brief(kizunasync.pull(:'ab', '115', 1, 1));
+RESET ROLE;
+
 SELECT set_config('request.jwt.claims', '', false) IS NOT NULL AS claims;
 SET client_min_messages = warning;
 DELETE FROM kizunasync.clients;

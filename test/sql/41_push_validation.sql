@@ -113,12 +113,48 @@ SELECT pv.push(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1
 SELECT pv.push(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1', 'update',
 	jsonb_build_object('columns', jsonb_build_object(repeat('c', 63), 1)), '00000000-0000-4000-8000-f10000000303'))))
 	-> 'verdicts' -> 0 ->> 'reason' AS name_at_limit;
+-- pk of 1024 bytes passes the length check (and is then not canonical)
+SELECT pv.try(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', repeat('1', 1024), 'insert'))));
+-- 1600 column entries pass (unknown columns: COLUMN_DENIED), 1601 do not
+SELECT pv.push(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1', 'update',
+	jsonb_build_object('columns', (SELECT jsonb_object_agg('c' || g, g) FROM generate_series(1, 1600) g)), '00000000-0000-4000-8000-f10000000305'))))
+	-> 'verdicts' -> 0 ->> 'reason' AS columns_1600;
+SELECT pv.try(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1', 'update',
+	jsonb_build_object('columns', (SELECT jsonb_object_agg('c' || g, g) FROM generate_series(1, 1601) g))))));
+-- an hlc of 128 bytes passes, 129 do not
+SELECT pv.push(jsonb_build_object('mutations', jsonb_build_array(pv.m('clock', '9', 'insert',
+	jsonb_build_object('columns', '{"title": "h"}'::jsonb, 'hlc', '2026-01-01T00:00:01.000Z|0|' || repeat('n', 101)), '00000000-0000-4000-8000-f10000000306'))))
+	-> 'verdicts' -> 0 ->> 'verdict' AS hlc_128;
+DELETE FROM public.clock WHERE id = 9;
+DELETE FROM kizunasync.row_hlc WHERE table_name = 'clock' AND pk = '9';
+SELECT pv.try(jsonb_build_object('mutations', jsonb_build_array(pv.m('clock', '9', 'insert',
+	jsonb_build_object('columns', '{"title": "h"}'::jsonb, 'hlc', '2026-01-01T00:00:01.000Z|0|' || repeat('n', 102))))));
+-- a batch over 16 MiB is refused before it is parsed
+SELECT pv.try(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1', 'update',
+	jsonb_build_object('columns', (SELECT jsonb_object_agg('c' || g, repeat('x', 1048576)) FROM generate_series(1, 17) g))))));
 -- nesting inside a value: 32 levels pass (and meet the column type), 33 do not
 SELECT pv.push(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1', 'update',
 	jsonb_build_object('columns', jsonb_build_object('t', (repeat('[', 32) || repeat(']', 32))::jsonb)), '00000000-0000-4000-8000-f10000000304'))))
 	-> 'verdicts' -> 0 ->> 'verdict' AS depth_32;
 SELECT pv.push(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1', 'update',
 	jsonb_build_object('columns', jsonb_build_object('t', (repeat('[', 33) || repeat(']', 33))::jsonb))))));
+
+-- errors inside a unit: a trigger's RAISE (P0001) is CONSTRAINT; an
+-- internal error is an error of the call, never a verdict
+CREATE FUNCTION pv.guard() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF NEW.t = 'raise' THEN RAISE EXCEPTION 'no raise'; END IF;
+	IF NEW.t = 'internal' THEN RAISE EXCEPTION 'internal trouble' USING ERRCODE = 'XX000'; END IF;
+	RETURN NEW;
+END $$;
+CREATE TRIGGER guard BEFORE UPDATE ON public.nums FOR EACH ROW EXECUTE FUNCTION pv.guard();
+SELECT pv.push(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1', 'update',
+	'{"columns": {"t": "raise"}}', '00000000-0000-4000-8000-f10000000307')))) -> 'verdicts' -> 0 ->> 'reason' AS trigger_raise;
+SELECT pv.try(jsonb_build_object('mutations', jsonb_build_array(
+	pv.m('nums', '2', 'update', '{"columns": {"t": "fine"}}', '00000000-0000-4000-8000-f10000000308'),
+	pv.m('nums', '1', 'update', '{"columns": {"t": "internal"}}', '00000000-0000-4000-8000-f10000000309'))));
+SELECT count(*) AS nothing_kept FROM kizunasync.verdicts WHERE mutation_id IN ('00000000-0000-4000-8000-f10000000308', '00000000-0000-4000-8000-f10000000309');
+DROP TRIGGER guard ON public.nums;
 
 -- transforms on every numeric type (integers and numeric exact)
 UPDATE public.nums SET i2 = 1, i4 = 1, i8 = 9223372036854775000, n = 0.1, f4 = 1.5, f8 = 2.5,

@@ -5,9 +5,10 @@ Replays the push steps of the golden transcripts of the given families
 against the cluster named by PGHOST/PGPORT, one fresh database per
 transcript, and compares each push response with the golden bytes after
 projecting server_row to the transcript's declared columns (REPLAY.md 2.4).
-Server steps run as the superuser; a pull step is stood in for by recording
+Server steps run as the superuser.  A pull step is stood in for by recording
 the bucket grants of the rows its golden page delivers (push needs them for
-DELETE_WINS); nothing else of pull is exercised.
+DELETE_WINS), or with KZ_REAL_PULL=1 runs kizunasync.pull and is compared
+too (deleted_at masked, rows projected).
 
     KZ_CORPUS=/work/shared/corpus python3 test/tools/push_transcripts.py push increment array conflict rebase lifecycle
 """
@@ -48,6 +49,9 @@ def project(resp, dec):
             if 'server_row' in v: v['server_row'] = pr(v['server_row'])
     if 'batch' in resp: resp['batch']['server_row'] = pr(resp['batch']['server_row'])
     return resp
+# KZ_REAL_PULL=1: run pull steps through kizunasync.pull and compare them too
+# (deleted_at masked); otherwise a pull step only records its rows' grants.
+REAL_PULL = os.environ.get('KZ_REAL_PULL') == '1'
 results = {}
 for f in sorted(sum([glob.glob(f'{CORPUS}/transcripts/{d}/*.json') for d in sys.argv[1:]], [])):
     t = json.load(open(f)); case = t['case']; ctx = t['context']; dec = declared(t)
@@ -77,9 +81,23 @@ for f in sorted(sum([glob.glob(f'{CORPUS}/transcripts/{d}/*.json') for d in sys.
             elif s['kind'] == 'server' and s['op'] == 'delete':
                 tn = s['table']; keys = ctx['server']['tables'][tn].get('key_columns', ['id'])
                 psql(db, f"DELETE FROM public.{tn} WHERE {keys[0]}::text = {q(s['pk'])}")
-            elif s['kind'] == 'rpc' and s['rpc'] == 'pull':
+            elif s['kind'] == 'rpc' and s['rpc'] == 'pull' and not REAL_PULL:
                 for r in s['response'].get('rows', []):
                     psql(db, f"INSERT INTO kizunasync.bucket_grants (user_id, table_name, bucket_value) VALUES ({q(uid)}, {q(r['table'])}, {q(r['row']['owner_id'])}) ON CONFLICT DO NOTHING")
+            elif s['kind'] == 'rpc' and s['rpc'] == 'pull':
+                req = s['request']
+                out = psql(db, f"""BEGIN; SELECT set_config('request.jwt.claims', {q(json.dumps({'sub': uid, 'role': 'authenticated'}))}, true) \\g /dev/null
+SET LOCAL ROLE authenticated;
+SELECT kizunasync.pull({q(json.dumps(req['buckets']))}, {q(req['cursor'])}, {req['schema_version']}, {req.get('limit', 500)});
+COMMIT;""")
+                got = json.loads([l for l in out.splitlines() if l.startswith('{')][-1])
+                for r in got.get('rows', []):
+                    r['row'] = {k: v for k, v in r['row'].items() if k in dec}
+                if not got.get('conflicts'): got.pop('conflicts', None)
+                want = s['response']
+                mask = lambda x: {**x, 'tombstones': [{**t, 'deleted_at': '<deleted_at>'} for t in x.get('tombstones', [])]}
+                if mask(got) != mask(want):
+                    status = f"DIVERGED step {s['n']} (pull): got {json.dumps(got, sort_keys=True)} want {json.dumps(want, sort_keys=True)}"; break
             elif (s['kind'] == 'rpc' and s['rpc'] == 'push') or (s['kind'] == 'fault' and s.get('fault') == 'drop-ack' and s['target'] == 'push'):
                 req = s['request']
                 out = psql(db, f"""BEGIN; SELECT set_config('request.jwt.claims', {q(json.dumps({'sub': uid, 'role': 'authenticated'}))}, true) \\g /dev/null

@@ -1,5 +1,7 @@
 #!/usr/bin/env python3
-"""Write every push request batch of the golden corpus as a fuzz seed."""
+"""Seed the push_request fuzzer: every push batch of the golden corpus.
+
+Usage: seed_push_request.py CORPUS_DIR OUT_DIR (called by fuzz/run.sh)."""
 import glob, json, os, sys
 corpus, out = sys.argv[1], sys.argv[2]
 n = 0
