@@ -43,6 +43,13 @@ typedef struct KzHorizon
  * max_holes holes are returned: when more seqs are in flight, high_water is
  * lowered to just below the first one that does not fit, so nothing is ever
  * skipped.  out->high_water >= in_hw always.
+ *
+ * The new high-water is the highest seq in (in_hw, L] whose change is visible
+ * in snap (L: the sequence's high-water read under the fence), as the
+ * corpus's oracle computes it; in-flight seqs above it are not claimed yet.
+ * out->holes is palloc'd in the current memory context.  May be called as any
+ * role (it reads bookkeeping directly).  The argument is in
+ * decisions/0010-sequencing.md.
  */
 extern void kz_horizon_compute(int64 in_hw, const int64 *in_holes, int n_in_holes,
 							   Snapshot snap, int max_holes, KzHorizon *out);

@@ -30,7 +30,7 @@ CREATE SEQUENCE kizunasync.change_seq AS bigint MINVALUE 1 START 1 CACHE 1;
 -- Lock target of the sequencing fence (never holds rows).  Writers take
 -- RowExclusiveLock on it around "draw a seq + insert its entry"; a pull takes
 -- ShareLock for the instant it reads the sequence's high-water.  See
--- decisions/0003-sequencing-fence.md.
+-- decisions/0010-sequencing.md.
 CREATE TABLE kizunasync.seq_fence (dummy boolean);
 
 -- Deployment settings (singleton row).

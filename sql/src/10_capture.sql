@@ -248,3 +248,27 @@ CREATE FUNCTION kizunasync._capture_queue(action text) RETURNS text
 	AS 'MODULE_PATHNAME', 'kz_capture_queue_sql' LANGUAGE C STRICT VOLATILE SET search_path = '';
 CREATE FUNCTION kizunasync._capture_queued_op(table_name text, pk text) RETURNS text
 	AS 'MODULE_PATHNAME', 'kz_capture_queued_op_sql' LANGUAGE C STRICT VOLATILE SET search_path = '';
+
+-- Dropping a synced table forgets its configuration and bookkeeping.
+CREATE FUNCTION kizunasync._on_sql_drop() RETURNS event_trigger
+LANGUAGE plpgsql SET search_path = '' AS $fn$
+DECLARE
+	v_name text;
+BEGIN
+	IF pg_catalog.to_regclass('kizunasync.synced_tables') IS NULL THEN
+		RETURN;		-- the extension itself is being dropped
+	END IF;
+	FOR v_name IN
+		SELECT s.table_name
+		  FROM kizunasync.synced_tables s
+		  JOIN pg_catalog.pg_event_trigger_dropped_objects() d
+			ON d.classid = 'pg_catalog.pg_class'::pg_catalog.regclass
+		   AND d.objid = s.relid::pg_catalog.oid AND d.objsubid = 0
+	LOOP
+		DELETE FROM kizunasync.synced_tables s WHERE s.table_name = v_name;
+		PERFORM kizunasync._forget_table(v_name);
+	END LOOP;
+END
+$fn$;
+CREATE EVENT TRIGGER kizunasync_on_sql_drop ON sql_drop
+	EXECUTE FUNCTION kizunasync._on_sql_drop();

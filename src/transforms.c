@@ -1,0 +1,146 @@
+/*-------------------------------------------------------------------------
+ *
+ * transforms.c
+ *	  Field transforms of a push update: increment, arrayUnion, arrayRemove.
+ *	  Applied at the arbiter on the current server value, as the caller,
+ *	  never compared by HLC and never journaled.
+ *
+ *	  increment: any numeric column (int2/int4/int8/numeric/float4/float8,
+ *	  domains over them included); integer and numeric columns add in
+ *	  numeric, so big values stay exact; the sum is assigned back through the
+ *	  column type (a fraction onto an integer rounds; overflow is class 22).
+ *	  arrayUnion/arrayRemove: any array column; the values are converted to
+ *	  the element type (a value it refuses is class 22).
+ *	  A non-numeric or non-array column is CONSTRAINT.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+
+#include "push_internal.h"
+
+static bool
+is_numeric_type(Oid t)
+{
+	return t == INT2OID || t == INT4OID || t == INT8OID || t == NUMERICOID ||
+		t == FLOAT4OID || t == FLOAT8OID;
+}
+
+/* The transform object {op, by|values} of column col in the mutation. */
+static Jsonb *
+transform_object(KzMutationCtx *ctx, const char *col)
+{
+	Jsonb	   *tf = kz_jsonb_get(ctx->mutation, "transforms");
+
+	return kz_jsonb_get(tf, col);
+}
+
+static char *
+increment_by(Jsonb *t)
+{
+	Jsonb	   *by = kz_jsonb_get(t, "by");
+	JsonbValue	v;
+
+	if (by == NULL || !JsonbExtractScalar(&by->root, &v))
+		elog(ERROR, "kizunasync.push(): validated increment lost its by");
+	return kz_jsonb_scalar_text(&v);
+}
+
+static ArrayType *
+transform_values(Jsonb *t)
+{
+	Jsonb	   *vals = kz_jsonb_get(t, "values");
+	int			n;
+	Datum	   *items;
+	int			i;
+
+	if (vals == NULL || !JB_ROOT_IS_ARRAY(vals))
+		elog(ERROR, "kizunasync.push(): validated transform lost its values");
+	n = JB_ROOT_COUNT(vals);
+	items = palloc(sizeof(Datum) * (n + 1));
+	for (i = 0; i < n; i++)
+	{
+		JsonbValue *e = getIthJsonbValueFromContainer(&vals->root, i);
+
+		items[i] = CStringGetTextDatum(kz_jsonb_scalar_text(e));
+	}
+	return construct_array(items, n, TEXTOID, -1, false, TYPALIGN_INT);
+}
+
+const char *
+kz_push_apply_transforms(KzMutationCtx *ctx, uint64 *nrows)
+{
+	KzPushTable *tab = ctx->tab;
+	KzMutationReq *m = ctx->req;
+	int			nk = tab->conf->nkeys;
+	Oid		   *types = palloc(sizeof(Oid) * (nk + 1));
+	Datum	   *values = palloc(sizeof(Datum) * (nk + 1));
+	StringInfoData pred;
+	int			i;
+
+	initStringInfo(&pred);
+	for (i = 0; i < nk; i++)
+	{
+		appendStringInfo(&pred, "%st.%s = $%d", i ? " AND " : "",
+						 quote_identifier(tab->conf->key_columns[i]), i + 2);
+		types[i + 1] = tab->conf->key_types[i];
+		values[i + 1] = ctx->keyvals[i];
+	}
+	*nrows = 0;
+	for (i = 0; i < m->ntransforms; i++)
+	{
+		KzTransformReq *x = &m->transforms[i];
+		KzColumn   *c = kz_push_column(tab, x->column);
+		Jsonb	   *t = transform_object(ctx, x->column);
+		const char *q = quote_identifier(x->column);
+		char	   *sql;
+
+		if (x->op == KZ_TF_INCREMENT)
+		{
+			const char *calc;
+
+			if (!is_numeric_type(c->basetype))
+				return KZ_R_CONSTRAINT;
+			calc = (c->basetype == FLOAT4OID || c->basetype == FLOAT8OID)
+				? "COALESCE(t.%s, 0)::pg_catalog.float8 + $1::pg_catalog.float8"
+				: "COALESCE(t.%s, 0)::pg_catalog.numeric + $1::pg_catalog.numeric";
+			types[0] = TEXTOID;
+			values[0] = CStringGetTextDatum(increment_by(t));
+			sql = psprintf("UPDATE %s AS t SET %s = %s WHERE %s", tab->qname, q,
+						   psprintf(calc, q), pred.data);
+		}
+		else
+		{
+			if (get_element_type(c->basetype) == InvalidOid)
+				return KZ_R_CONSTRAINT;
+			types[0] = TEXTARRAYOID;
+			values[0] = PointerGetDatum(transform_values(t));
+			if (x->op == KZ_TF_ARRAY_UNION)
+				sql = psprintf("UPDATE %s AS t SET %s = (SELECT COALESCE(pg_catalog.array_agg(s.e ORDER BY s.o), '{}')"
+							   " FROM (SELECT DISTINCT ON (u.e) u.e, u.o FROM pg_catalog.unnest("
+							   "pg_catalog.array_cat(COALESCE(t.%s, '{}'), $1::%s)) WITH ORDINALITY AS u(e, o)"
+							   " ORDER BY u.e, u.o) s)::%s WHERE %s",
+							   tab->qname, q, q, c->typname_sql, c->typname_sql, pred.data);
+			else
+				sql = psprintf("UPDATE %s AS t SET %s = (SELECT COALESCE(pg_catalog.array_agg(u.e ORDER BY u.o), '{}')"
+							   " FROM pg_catalog.unnest(COALESCE(t.%s, '{}')) WITH ORDINALITY AS u(e, o)"
+							   " WHERE u.e IS NULL OR NOT (u.e = ANY ($1::%s)))::%s WHERE %s",
+							   tab->qname, q, q, c->typname_sql, c->typname_sql, pred.data);
+		}
+		kz_spi_as_caller(sql, nk + 1, types, values, NULL, false, 0);
+		if (SPI_processed == 0)
+		{
+			*nrows = 0;
+			return NULL;
+		}
+		*nrows += SPI_processed;
+	}
+	return NULL;
+}

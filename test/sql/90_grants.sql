@@ -1,0 +1,36 @@
+-- Every object of the extension and who may use it.  A new function or table
+-- shows up here, so granting it (or forgetting to revoke it) is a visible,
+-- reviewed change of this file's expected output.
+-- Functions: EXECUTE for the API roles (PUBLIC is covered by anon, which
+-- holds no role but PUBLIC), SECURITY DEFINER, and a pinned search_path.
+SELECT p.oid::regprocedure::text AS function,
+       has_function_privilege('anon', p.oid, 'EXECUTE') AS anon,
+       has_function_privilege('authenticated', p.oid, 'EXECUTE') AS authn,
+       has_function_privilege('service_role', p.oid, 'EXECUTE') AS service,
+       p.prosecdef AS definer,
+       coalesce((SELECT c FROM unnest(p.proconfig) c WHERE c LIKE 'search_path=%'), '-') AS path
+  FROM pg_proc p
+  JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'kizunasync'
+ ORDER BY 1;
+-- Every SECURITY DEFINER function pins its search_path.
+SELECT count(*) AS definer_without_pinned_path
+  FROM pg_proc p
+  JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'kizunasync'
+ WHERE p.prosecdef AND NOT EXISTS (SELECT 1 FROM unnest(p.proconfig) c WHERE c LIKE 'search_path=%');
+-- Relations: any privilege at all for the API roles.
+SELECT c.oid::regclass::text AS relation, c.relkind,
+       has_table_privilege('anon', c.oid, 'SELECT,INSERT,UPDATE,DELETE,TRUNCATE,REFERENCES,TRIGGER') AS anon,
+       has_table_privilege('authenticated', c.oid, 'SELECT,INSERT,UPDATE,DELETE,TRUNCATE,REFERENCES,TRIGGER') AS authn,
+       has_table_privilege('service_role', c.oid, 'SELECT') AS service_select,
+       has_table_privilege('service_role', c.oid, 'INSERT,UPDATE,DELETE,TRUNCATE') AS service_write
+  FROM pg_class c
+  JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e'
+  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'kizunasync'
+ WHERE c.relkind IN ('r', 'v', 'S')
+ ORDER BY 1;
+-- The schema: anon may not even look inside.
+SELECT has_schema_privilege('anon', 'kizunasync', 'USAGE') AS anon_usage,
+       has_schema_privilege('authenticated', 'kizunasync', 'USAGE') AS authn_usage,
+       has_schema_privilege('authenticated', 'kizunasync', 'CREATE') AS authn_create;
