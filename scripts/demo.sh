@@ -19,8 +19,8 @@ make -s PG_CONFIG="$PG_CONFIG" install >/dev/null
 bash scripts/cluster.sh start
 eval "$(bash scripts/cluster.sh env)"
 export PGHOST PGPORT PGUSER
-dropdb --if-exists -q kz_demo
-createdb -q kz_demo
+dropdb --if-exists kz_demo
+createdb kz_demo
 psql -X -q -v ON_ERROR_STOP=1 -d kz_demo -f test/setup/standins.sql >/dev/null
 psql -X -v ON_ERROR_STOP=1 -d kz_demo -f scripts/demo.sql
 echo

@@ -19,6 +19,7 @@
 
 #include "kizunasync.h"
 #include "capture.h"
+#include "wakeup.h"
 
 PG_MODULE_MAGIC;
 
@@ -42,4 +43,5 @@ _PG_init(void)
 {
 	json_set_alloc_funcs(kz_json_malloc, kz_json_free);
 	kz_sequencing_define_gucs();
+	kz_wakeup_define_gucs();
 }

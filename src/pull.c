@@ -1077,7 +1077,7 @@ next_batch(PullState *st, Candidate *batch, int need)
 /*
  * Prepare (as the caller) the render query of a table:
  *   SELECT u.o, to_jsonb(r)
- *     FROM unnest($1, ..., $k) WITH ORDINALITY AS u(a1, ..., ak, o),
+ *     FROM ROWS FROM (unnest($1), ..., unnest($k)) WITH ORDINALITY AS u(a1, ..., ak, o),
  *          LATERAL (SELECT t.<col>, ... FROM <table> t
  *                    WHERE t.<key1> = u.a1 AND ... OFFSET 0) r
  * with the caller's readable columns only.  RLS and privileges apply.  The
@@ -1093,9 +1093,9 @@ prepare_render(PullTable *t)
 	int			i;
 
 	initStringInfo(&sql);
-	appendStringInfoString(&sql, "SELECT u.o, pg_catalog.to_jsonb(r) FROM pg_catalog.unnest(");
+	appendStringInfoString(&sql, "SELECT u.o, pg_catalog.to_jsonb(r) FROM ROWS FROM (");
 	for (i = 0; i < c->nkeys; i++)
-		appendStringInfo(&sql, "%s$%d", i ? ", " : "", i + 1);
+		appendStringInfo(&sql, "%spg_catalog.unnest($%d)", i ? ", " : "", i + 1);
 	appendStringInfoString(&sql, ") WITH ORDINALITY AS u(");
 	for (i = 0; i < c->nkeys; i++)
 		appendStringInfo(&sql, "a%d, ", i + 1);

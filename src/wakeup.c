@@ -6,9 +6,12 @@
  *	  A hint carries no row data.  Where Supabase Realtime is installed
  *	  (realtime.send(jsonb, text, text, boolean) exists) it is a private
  *	  broadcast on topic "kizunasync:<table>" with event "changed" and payload
- *	  {"t": "<table>"}; otherwise a plain NOTIFY on channel
- *	  "kizunasync:<table>" (cut to the 63-byte channel limit) with payload
- *	  "changed".  Both are transactional: nothing is delivered unless the
+ *	  {"t": "<table>"}; otherwise, when kizunasync.notify_fallback is on, a
+ *	  plain NOTIFY on channel "kizunasync:<table>" (cut to the 63-byte channel
+ *	  limit) with payload "changed".  The fallback is off by default because
+ *	  PostgreSQL serializes the commits of notifying transactions (the
+ *	  notification queue lock is held through commit), which would undo the
+ *	  parallel commits of synced writes.  Both are transactional: nothing is delivered unless the
  *	  transaction commits, and a subtransaction that rolls back takes its
  *	  hints with it.
  *
@@ -30,6 +33,7 @@
 #include "nodes/value.h"
 #include "parser/parse_func.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
@@ -44,6 +48,7 @@ typedef struct SentHint
 
 static List *sent_hints = NIL;	/* in TopTransactionContext */
 static bool callbacks_registered = false;
+static bool notify_fallback = false;	/* GUC kizunasync.notify_fallback */
 static int	realtime_state = -1;	/* -1 unknown in this xact, 0 absent, 1 present */
 
 static void
@@ -176,6 +181,20 @@ send_notify(const char *table_name)
 }
 
 void
+kz_wakeup_define_gucs(void)
+{
+	DefineCustomBoolVariable("kizunasync.notify_fallback",
+							 "Send wake-up hints with NOTIFY where Supabase Realtime is absent.",
+							 "Off by default: PostgreSQL serializes the commits of transactions "
+							 "that NOTIFY, which would serialize every synced write.",
+							 &notify_fallback,
+							 false,
+							 PGC_SUSET,
+							 0,
+							 NULL, NULL, NULL);
+}
+
+void
 kz_wakeup_note(const char *table_name)
 {
 	ListCell   *lc;
@@ -197,8 +216,10 @@ kz_wakeup_note(const char *table_name)
 
 	if (realtime_available())
 		send_realtime(table_name);
-	else
+	else if (notify_fallback)
 		send_notify(table_name);
+	else
+		return;					/* no channel: nothing to remember */
 
 	oldcxt = MemoryContextSwitchTo(TopTransactionContext);
 	h = palloc(sizeof(SentHint));

@@ -19,4 +19,7 @@
  */
 extern void kz_wakeup_note(const char *table_name);
 
+/* Registers kizunasync.notify_fallback (called from _PG_init). */
+extern void kz_wakeup_define_gucs(void);
+
 #endif							/* KZ_WAKEUP_H */

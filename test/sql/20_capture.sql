@@ -118,7 +118,7 @@ SELECT kind, pk, bucket_value, snapshot FROM cap.trail() WHERE table_name = 'cap
 SELECT kizunasync.sync_table('cap.slugs', key_columns => '{s}', bucket_column => 'n', table_name => 'cap_slugs');
 SELECT pk, bucket_value FROM kizunasync.changelog WHERE table_name = 'cap_slugs';
 
--- re-provisioning: options only (no re-seed) vs a new bucket column (re-seed)
+-- re-provisioning: a new key order re-keys (re-seed, 2 rows); options only do not (0)
 SELECT kizunasync.sync_table('cap.pairs', key_columns => '{a,b}', bucket_column => 'note', conflict_mode => 'hlc', table_name => 'cap_pairs');
 SELECT kizunasync.sync_table('cap.pairs', key_columns => '{a,b}', bucket_column => 'note', sync_mode => 'pull-only', table_name => 'cap_pairs');
 SELECT sync_mode, conflict_mode FROM kizunasync.synced_tables WHERE table_name = 'cap_pairs';

@@ -114,11 +114,28 @@ SELECT current_setting('TimeZone') AS caller_timezone_kept;
 RESET TimeZone;
 RESET ROLE;
 
+-- a composite key (pk is the jsonb text of an array of strings) and a
+-- text key that needs quoting
+CREATE TABLE pull_t.seats (hall bigint, seat int, holder text, PRIMARY KEY (hall, seat));
+GRANT SELECT ON pull_t.seats TO authenticated;
+CREATE TABLE pull_t.tags ("Tag Name" text PRIMARY KEY, n int);
+GRANT SELECT ON pull_t.tags TO authenticated;
+INSERT INTO kizunasync.synced_tables (table_name, relid, bucket_column, key_columns)
+VALUES ('seats', 'pull_t.seats', NULL, '{hall,seat}'), ('tags', 'pull_t.tags', NULL, '{Tag Name}');
+INSERT INTO pull_t.seats VALUES (1, 12, 'ann'), (1, 2, 'bob'), (10, 1, NULL);
+INSERT INTO pull_t.tags VALUES ('a "quoted", tag', 1), ('plain', 2);
+SELECT pull_t.cl('seats', '["1", "12"]', ''), pull_t.cl('seats', '["1", "2"]', ''), pull_t.cl('seats', '["10", "1"]', ''),
+       pull_t.cl('tags', 'a "quoted", tag', ''), pull_t.cl('tags', 'plain', '');
+SET ROLE authenticated;
+SELECT r ->> 'seq' AS seq, r ->> 'table' AS t, r ->> 'pk' AS pk, r -> 'row' AS row
+  FROM jsonb_array_elements(kizunasync.pull('[{"table": "seats"}, {"table": "tags", "params": {"n": 1}}]', '207', 1) -> 'rows') r;
+RESET ROLE;
+
 SELECT set_config('request.jwt.claims', '', false) IS NOT NULL AS claims;
 SET client_min_messages = warning;
 DELETE FROM kizunasync.bucket_grants;
-DELETE FROM kizunasync.changelog WHERE table_name IN ('docs', 'kinds');
+DELETE FROM kizunasync.changelog WHERE table_name IN ('docs', 'kinds', 'seats', 'tags');
 DELETE FROM kizunasync.tombstones WHERE table_name IN ('docs', 'kinds');
-DELETE FROM kizunasync.synced_tables WHERE table_name IN ('docs', 'kinds');
+DELETE FROM kizunasync.synced_tables WHERE table_name IN ('docs', 'kinds', 'seats', 'tags');
 DROP SCHEMA pull_t CASCADE;
 RESET client_min_messages;

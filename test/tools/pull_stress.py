@@ -7,7 +7,9 @@ end with a replica equal to the table.
 Writers come from test/tools/seq_stress.py (the same random transactions).
 Each puller is its own user (JWT sub), names every bucket value (owner 1..5)
 with a random small limit, applies rows and tombstones to a replica, and
-keeps only the cursor the server returns.  When the writers are done each
+keeps only the cursor the server returns.  With --subsets a puller names
+only some bucket values, so rows moving out must reach it as tombstones;
+--scan-cap N lowers settings.max_pull_scan so pages end at the scan cap.  When the writers are done each
 puller drains (has_more false); its replica must equal the table.
 
   python3 test/tools/pull_stress.py [--writers 4] [--pullers 3] [--seconds 20]
@@ -29,12 +31,17 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from seq_stress import Session, psql_cmd, run_sql, writer_script, ROOT  # noqa: E402
 
 DB = os.environ.get("KZ_STRESS_DB", "kz_pull_stress")
-BUCKETS = json.dumps([{"table": "stress", "params": {"owner": o}} for o in range(1, 6)])
+
+
+def buckets(owners):
+    return json.dumps([{"table": "stress", "params": {"owner": o}} for o in owners])
 
 
 class Puller:
-    def __init__(self, db, n, rng, limit):
+    def __init__(self, db, n, rng, limit, owners):
         self.s = Session(db)
+        self.owners = owners
+        self.buckets = buckets(owners)
         self.rng = rng
         self.limit = limit
         self.cursor = "0"
@@ -49,7 +56,7 @@ class Puller:
 
     def pull(self):
         out = self.s.query("SELECT 'P|' || kizunasync.pull('%s', '%s', 1, %d)::text;"
-                           % (BUCKETS, self.cursor, self.limit))
+                           % (self.buckets, self.cursor, self.limit))
         page = [l for l in out if l.startswith("P|")]
         if len(page) != 1:
             raise RuntimeError(f"pull failed at cursor {self.cursor}: {out}")
@@ -77,6 +84,9 @@ def main():
     ap.add_argument("--seconds", type=float, default=20)
     ap.add_argument("--keys", type=int, default=200)
     ap.add_argument("--seed", type=int, default=int(time.time()))
+    ap.add_argument("--subsets", action="store_true",
+                    help="each puller names a random subset of the bucket values (moves out become tombstones)")
+    ap.add_argument("--scan-cap", type=int, default=0, help="settings.max_pull_scan for the run")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     print(f"pull_stress: seed {args.seed}, {args.writers} writers, {args.pullers} pullers, {args.seconds}s")
@@ -90,6 +100,8 @@ def main():
                 "GRANT SELECT ON stress TO authenticated;"
                 "INSERT INTO stress SELECT g, g % 5 + 1, 0 FROM generate_series(1, 50) g;"
                 "SELECT kizunasync.sync_table('stress', bucket_column => 'owner');")
+    if args.scan_cap:
+        run_sql(DB, f"UPDATE kizunasync.settings SET max_pull_scan = {args.scan_cap};")
 
     writers = []
     for _ in range(args.writers):
@@ -99,7 +111,12 @@ def main():
         threading.Thread(target=lambda w=writers[-1], s=script: (w.stdin.write(s), w.stdin.close()),
                          daemon=True).start()
 
-    pullers = [Puller(DB, i, random.Random(rng.random()), limit=rng.choice([1, 3, 7, 20]))
+    def owners():
+        if not args.subsets:
+            return list(range(1, 6))
+        return sorted(rng.sample(range(1, 6), rng.randint(1, 4)))
+
+    pullers = [Puller(DB, i, random.Random(rng.random()), limit=rng.choice([1, 3, 7, 20]), owners=owners())
                for i in range(args.pullers)]
     errors = []
 
@@ -135,13 +152,14 @@ def main():
     changes = run_sql(DB, "SELECT last_value FROM kizunasync.change_seq").strip()
     ok = True
     for i, p in enumerate(pullers):
-        same = p.replica == table
+        want = {k: v for k, v in table.items() if int(v[0]) in p.owners}
+        same = p.replica == want
         ok &= same
-        diff = [k for k in set(p.replica) | set(table) if p.replica.get(k) != table.get(k)]
-        print(f"pull_stress: puller {i} (limit {p.limit}): {p.pages} pages, {p.entries} entries, "
+        diff = [k for k in set(p.replica) | set(want) if p.replica.get(k) != want.get(k)]
+        print(f"pull_stress: puller {i} (limit {p.limit}, owners {p.owners}): {p.pages} pages, {p.entries} entries, "
               f"max holes {p.max_holes}, cursor {p.cursor}, replica {'==' if same else '!='} table"
               + ("" if same else f" ({len(diff)} keys differ, e.g. "
-                                 + ", ".join(f"{k}: replica {p.replica.get(k)} table {table.get(k)}" for k in sorted(diff)[:5]) + ")"))
+                                 + ", ".join(f"{k}: replica {p.replica.get(k)} table {want.get(k)}" for k in sorted(diff)[:5]) + ")"))
     print(f"pull_stress: {len(table)} rows, {changes} seqs drawn: {'PASS' if ok else 'FAIL'}")
     for p in pullers:
         p.s.close()

@@ -162,7 +162,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--writers", type=int, default=4)
     ap.add_argument("--pullers", type=int, default=3)
-    ap.add_argument("--seconds", type=float, default=20)
+    ap.add_argument("--seconds", type=float, default=15)
     ap.add_argument("--keys", type=int, default=200)
     ap.add_argument("--seed", type=int, default=int(time.time()))
     ap.add_argument("--drop-holes", action="store_true",
@@ -178,7 +178,7 @@ def main():
     run_sql(DB, "CREATE EXTENSION kizunasync;"
                 "CREATE TABLE stress (id integer PRIMARY KEY, owner integer, v integer);"
                 "INSERT INTO stress SELECT g, g % 5 + 1, 0 FROM generate_series(1, 50) g;"
-                "SELECT kizunasync.sync_table('stress', bucket_column => 'owner');")
+                "SELECT kizunasync.sync_table('stress', bucket_column => 'owner', wakeup => false);")
 
     writers = []
     for i in range(args.writers):
