@@ -112,6 +112,7 @@ INSERT INTO bi.cases (what, call, want_state, want_msg) VALUES
 ('pull: "NaN" for an integer param', $c$SELECT bi.pull('[{"table": "bi_notes", "params": {"owner_id": null, "n": "NaN"}}]')$c$, '22P02', 'invalid input syntax for type integer: "NaN"'),
 ('pull: "Infinity" for an integer param', $c$SELECT bi.pull('[{"table": "bi_notes", "params": {"owner_id": null, "n": "Infinity"}}]')$c$, '22P02', 'invalid input syntax for type integer: "Infinity"'),
 ('pull: "NaN" for the uuid bucket', $c$SELECT bi.pull('[{"table": "bi_notes", "params": {"owner_id": "NaN"}}]')$c$, '22P02', 'invalid input syntax for type uuid: "NaN"'),
+('pull: a float8 Infinity built into the jsonb (jsonb holds it as the string "Infinity")', $c$SELECT bi.pull(jsonb_build_array(jsonb_build_object('table', 'bi_notes', 'params', jsonb_build_object('owner_id', NULL, 'n', 'Infinity'::float8))))$c$, '22P02', 'invalid input syntax for type integer: "Infinity"'),
 ('pull: a NaN token is not JSON (refused by jsonb input)', $c$SELECT bi.pull('[{"table": "bi_notes", "params": {"owner_id": NaN}}]')$c$, '22P02', 'invalid input syntax for type json'),
 ('pull: an Infinity token is not JSON (refused by jsonb input)', $c$SELECT bi.pull('[{"table": "bi_notes", "params": {"n": Infinity}}]')$c$, '22P02', 'invalid input syntax for type json'),
 -- pull: strings that cannot reach us
@@ -183,6 +184,7 @@ INSERT INTO bi.cases (what, call, want_state, want_msg) VALUES
 ('push: an increment by "Infinity"', $c$SELECT bi.push(bi.upd('{"transforms": {"n": {"op": "increment", "by": "Infinity"}}}'))$c$, '22023', 'kizunasync.push(): mutation 1 of the batch is malformed: increment on "n" needs a numeric by'),
 ('push: an increment by "1e5"', $c$SELECT bi.push(bi.upd('{"transforms": {"n": {"op": "increment", "by": "1e5"}}}'))$c$, '22023', 'kizunasync.push(): mutation 1 of the batch is malformed: increment on "n" needs a numeric by'),
 ('push: an increment by true', $c$SELECT bi.push(bi.upd('{"transforms": {"n": {"op": "increment", "by": true}}}'))$c$, '22023', 'kizunasync.push(): mutation 1 of the batch is malformed: increment on "n" needs a numeric by'),
+('push: a numeric NaN built into the jsonb (jsonb holds it as the string "NaN")', $c$SELECT bi.push(bi.upd(jsonb_build_object('transforms', jsonb_build_object('n', jsonb_build_object('op', 'increment', 'by', 'NaN'::numeric)))))$c$, '22023', 'kizunasync.push(): mutation 1 of the batch is malformed: increment on "n" needs a numeric by'),
 ('push: a NaN token is not JSON (refused by jsonb input)', $c$SELECT bi.push(bi.upd('{"columns": {"n": NaN}}'))$c$, '22P02', 'invalid input syntax for type json'),
 ('push: hlc is "NaN"', $c$SELECT bi.push(bi.upd('{"columns": {"body": "x"}, "hlc": "NaN"}'))$c$, '22023', 'kizunasync.push(): mutation 1 of the batch is malformed: hlc is not a hybrid logical clock string'),
 ('push: hlc counter of 19 digits', $c$SELECT bi.push(bi.upd('{"columns": {"body": "x"}, "hlc": "2026-01-01T00:00:00.000Z|9223372036854775808|n"}'))$c$, '22023', 'kizunasync.push(): mutation 1 of the batch is malformed: hlc is not a hybrid logical clock string'),
