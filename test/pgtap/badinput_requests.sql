@@ -209,7 +209,7 @@ INSERT INTO bi.cases (what, call, want_state, want_msg) VALUES
 ('push: a string of 1 MiB + 1 byte in a precondition', $c$SELECT bi.push(bi.upd(jsonb_build_object('columns', '{"body": "x"}'::jsonb, 'precondition', jsonb_build_object('body', repeat('x', 1048577)))))$c$, '54000', 'kizunasync.push(): mutation 1 of the batch is malformed: %'),
 ('push: 1,001 mutations (past the hard cap, whatever the setting)', $c$SELECT bi.push(jsonb_build_object('mutations', (SELECT jsonb_agg(jsonb_build_object('mutation_id', '00000000-0000-4000-8000-f7' || lpad(i::text, 10, '0'), 'table', 'bi_plain', 'pk', '1', 'op', 'delete')) FROM generate_series(1, 1001) i)))$c$, 'KZP02', '%');
 
-SELECT plan(2 * (SELECT count(*) FROM bi.cases)::integer + 14);
+SELECT plan(2 * (SELECT count(*) FROM bi.cases)::integer + 15);
 RESET client_min_messages;
 
 CREATE TEMP TABLE results AS
@@ -263,9 +263,14 @@ SELECT is(r.outcome LIKE 'OK {"verdicts": [{"reason": "COLUMN_DENIED"%', true,
 SELECT is(r.outcome LIKE 'OK {"verdicts": [{"reason": "PRECONDITION"%', true,
 	'push: SQL in a precondition column name matches nothing')
   FROM bi.run($c$SELECT bi.push(bi.upd('{"columns": {"body": "x"}, "precondition": {"body\" IS NOT NULL OR \"body": "a row"}}', '00000000-0000-4000-8000-f70000000108'))$c$) r;
+-- the largest cursor (every number 2^63-1) is valid: no overflow, the
+-- answer is empty and keeps the high-water
+SELECT is(r.outcome, 'OK {"rows": [], "cursor": "9223372036854775807", "signal": null, "has_more": false, "tombstones": []}',
+	'pull: a cursor at 2^63-1 (with a hole at 2^63-2) answers without overflow')
+  FROM bi.run($c$SELECT bi.pull(bi.a(), '9223372036854775807:9223372036854775807~9223372036854775806')$c$) r;
 SELECT has_table('public', 'bi_notes', 'bi_notes survived');
 
-SELECT diag('bad inputs tried: ' || (SELECT count(*) FROM bi.cases) || ' refused, 14 at-limit or harmless');
+SELECT diag('bad inputs tried: ' || (SELECT count(*) FROM bi.cases) || ' refused, 15 at-limit or harmless');
 SELECT * FROM finish();
 
 SET client_min_messages = warning;
