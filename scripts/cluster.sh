@@ -34,6 +34,13 @@ fsync = ${KZ_FSYNC:-on}
 log_min_messages = warning
 log_line_prefix = '%m [%p] %d '
 CONF
+		# pg_cron (optional): the retention schedule test runs in database kz_cron
+		if [ -f "$("$PG_BINDIR/pg_config" --pkglibdir)/pg_cron.so" ]; then
+			cat >> "$DATA/postgresql.conf" <<CONF
+shared_preload_libraries = 'pg_cron'
+cron.database_name = 'kz_cron'
+CONF
+		fi
 	fi
 	if as_pg "$PG_BINDIR/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
 		echo "cluster: already running on $SOCK port $KZ_PORT"

@@ -6,6 +6,7 @@ PKGS=(
 	postgresql-15 postgresql-client-15 postgresql-server-dev-15
 	libjansson-dev pkg-config make gcc
 	postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
+	postgresql-15-cron
 	python3 jq
 	clang libclang-rt-14-dev
 )

@@ -97,6 +97,17 @@ lane_pgtap() {
 	if [ ${#files[@]} -eq 0 ]; then echo "pgtap: no test files"; echo "pgtap 0 0 0" >> "$RESULTS"; return; fi
 	fresh_db kz_tap
 	run_prove pgtap kz_tap "${files[@]}"
+	# pg_cron scheduling, in the database pg_cron serves (scripts/cluster.sh)
+	if psql -X -At -d postgres -c 'SHOW shared_preload_libraries' | grep -q pg_cron; then
+		dropdb --if-exists --force kz_cron
+		createdb kz_cron
+		psql -X -q -v ON_ERROR_STOP=1 -d kz_cron -f test/setup/standins.sql >/dev/null
+		psql -X -q -v ON_ERROR_STOP=1 -d kz_cron -c 'CREATE EXTENSION pgtap; CREATE EXTENSION kizunasync; CREATE EXTENSION pg_cron;' >/dev/null
+		run_prove pgtap-cron kz_cron test/pgtap_cron/*.sql
+	else
+		echo "!! SKIPPED test/pgtap_cron: pg_cron is not preloaded in this cluster (install postgresql-15-cron and recreate the cluster)"
+		echo "pgtap-cron 0 0 1" >> "$RESULTS"
+	fi
 }
 
 corpus_present() {

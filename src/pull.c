@@ -1587,7 +1587,14 @@ kz_pull(PG_FUNCTION_ARGS)
 		reaped_seq = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
 	}
 	start_e = cur->has_start ? cur->start : cur->high_water;
-	if (start_e > 0 && start_e < reaped_seq)
+
+	/*
+	 * A hole is a change this client has not received yet.  If a hole lies
+	 * below the horizon, a tombstone it stood for may have been reaped, so
+	 * the transfer expires just as if it had started there.
+	 */
+	if ((start_e > 0 && start_e < reaped_seq) ||
+		(cur->nholes > 0 && cur->holes[0] < reaped_seq))
 	{
 		PopActiveSnapshot();
 		UnregisterSnapshot(snap);

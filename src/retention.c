@@ -147,7 +147,12 @@ kz_reap_tombstones(PG_FUNCTION_ARGS)
 			  max_rows, SPI_OK_SELECT);
 	max_seq = first_int8();
 
-	/* The horizon only rises; reaped_at records every run. */
+	/*
+	 * The horizon only rises.  It is written only when this call reaped
+	 * something, so a call that found nothing due (or only rows another
+	 * reaper holds) never queues behind a concurrent reaper on this row.
+	 */
+	if (max_seq > 0)
 	{
 		Oid			argtypes[1] = {INT8OID};
 		Datum		values[1];

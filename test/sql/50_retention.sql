@@ -14,7 +14,7 @@ SELECT reaped_seq FROM kizunasync.reap_state;
 SELECT seq FROM kizunasync.tombstones ORDER BY seq;
 -- nothing due: the horizon does not move backwards
 SELECT kizunasync.reap_tombstones() AS reaped_max;
-SELECT reaped_seq, reaped_at IS NOT NULL AS ran FROM kizunasync.reap_state;
+SELECT reaped_seq, reaped_at IS NOT NULL AS reaped_at_set FROM kizunasync.reap_state;
 -- a shorter default TTL makes more due
 UPDATE kizunasync.settings SET tombstone_ttl_days = 28;
 SELECT kizunasync.reap_tombstones() AS reaped_max;
