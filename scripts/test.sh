@@ -19,7 +19,7 @@ export KZ_CORPUS=${KZ_CORPUS:-$ROOT/../shared/corpus}
 export KZ_PORT=${KZ_PORT:-55432}
 export KZ_RUNDIR=${KZ_RUNDIR:-/tmp/kizunasync-$KZ_PORT}
 export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-LANES=${KZ_LANES:-regress pgtap vectors replay stress fuzz}
+LANES=${KZ_LANES:-regress pgtap vectors replay stress fuzz crash}
 
 [ "${KZ_SKIP_DEPS:-0}" = 1 ] || bash scripts/deps.sh
 export PATH=$("$PG_CONFIG" --bindir):$PATH
@@ -175,6 +175,16 @@ lane_fuzz() {
 		fi
 	done
 	echo "fuzz $ok $fail 0" >> "$RESULTS"
+}
+
+# SIGKILL a backend mid-push and check recovery (test/crash/crash_push.sh);
+# the script appends its own "crash <passed> <failed> 0" line.
+lane_crash() {
+	echo "== lane: crash (SIGKILL mid-push, recovery, ledger/rows/pull checks)"
+	local rc=0
+	bash test/crash/crash_push.sh >"$KZ_OUT/crash.log" 2>&1 || rc=$?
+	grep -Ev '^ok ' "$KZ_OUT/crash.log" || true
+	if [ $rc -ne 0 ] && ! grep -q '^crash ' "$RESULTS"; then echo "crash 0 1 0" >> "$RESULTS"; fi
 }
 
 for lane in $LANES; do

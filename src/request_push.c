@@ -19,6 +19,7 @@
 
 #define SQLSTATE_INVALID_PARAMETER "22023"
 #define SQLSTATE_PROGRAM_LIMIT "54000"
+#define SQLSTATE_NUMERIC_RANGE "22003"
 
 #if defined(__GNUC__) || defined(__clang__)
 #define KZ_PRINTF(f, a) __attribute__((format(printf, f, a)))
@@ -270,7 +271,29 @@ kz_push_parse(const char *text, size_t len, KzAllocFn alloc, void *alloc_arg,
 				  "kizunasync.push(): batch is larger than the request size limit");
 		return false;
 	}
-	root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL, &jerr);
+	/*
+	 * JSON_DECODE_ANY: a top-level scalar is valid JSON and is refused below
+	 * as "not a JSON object".  Numbers beyond a double's range and nesting
+	 * beyond jansson's parser depth (2048) get their own errors: both are
+	 * limits (decisions/0031), not syntax errors.
+	 */
+	root = json_loadb(text, len,
+					  JSON_DECODE_ANY | JSON_REJECT_DUPLICATES | JSON_DECODE_INT_AS_REAL,
+					  &jerr);
+	if (root == NULL && json_error_code(&jerr) == json_error_numeric_overflow)
+	{
+		set_error(err, SQLSTATE_NUMERIC_RANGE,
+				  "JSON numbers must lie within the range of a double (about 1.7e308); send larger values as strings.",
+				  "kizunasync.push(): a number in batch is out of range");
+		return false;
+	}
+	if (root == NULL && json_error_code(&jerr) == json_error_stack_overflow)
+	{
+		set_error(err, SQLSTATE_PROGRAM_LIMIT,
+				  "A column value may nest at most 32 levels.",
+				  "kizunasync.push(): batch is nested too deeply");
+		return false;
+	}
 	if (root == NULL)
 	{
 		set_error(err, SQLSTATE_INVALID_PARAMETER, jerr.text,
