@@ -21,6 +21,7 @@
 #include "utils/builtins.h"
 
 #include "cursor.h"
+#include "kizunasync.h"
 
 /* At most this many bytes of a rejected token are quoted in the message. */
 #define KZ_CURSOR_SHOW_BYTES	64
@@ -29,12 +30,13 @@ PG_FUNCTION_INFO_V1(kizunasync_cursor_parse);
 PG_FUNCTION_INFO_V1(kizunasync_cursor_encode);
 
 /*
- * Quote a (possibly hostile) token for an error message: printable ASCII as
- * is, '"' and '\' backslash-escaped, every other byte as \xNN, and at most
- * KZ_CURSOR_SHOW_BYTES bytes followed by "..." when there is more.
+ * Quote a (possibly hostile) client string for an error message: in double
+ * quotes, printable ASCII as is, '"' and '\' backslash-escaped, every other
+ * byte as \xNN, and at most KZ_CURSOR_SHOW_BYTES bytes followed by "..."
+ * when there is more.  Declared in kizunasync.h for the other request paths.
  */
-static char *
-quote_token(const char *s, size_t len, bool more)
+char *
+kz_quote_for_message(const char *s, size_t len, bool more)
 {
 	StringInfoData buf;
 	size_t		n = Min(len, KZ_CURSOR_SHOW_BYTES);
@@ -88,7 +90,7 @@ report_invalid(const char *s, size_t len, bool more, const char *why)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-			 errmsg("invalid cursor token: %s", quote_token(s, len, more)),
+			 errmsg("invalid cursor token: %s", kz_quote_for_message(s, len, more)),
 			 errdetail("%s", reason_sentence(why))));
 }
 

@@ -23,6 +23,9 @@
 #define ERRCODE_KZ_PUSH_BATCH_TOO_LARGE		MAKE_SQLSTATE('K','Z','P','0','2')
 #define ERRCODE_KZ_PUSH_ATOMIC_REQUIRED		MAKE_SQLSTATE('K','Z','P','0','3')
 
+/* cursor.c: quote a client-supplied string for an error message */
+extern char *kz_quote_for_message(const char *s, size_t len, bool more);
+
 /* kizunasync.c */
 extern void _PG_init(void);
 

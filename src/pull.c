@@ -311,7 +311,8 @@ lookup_table(List **tables, const char *name)
 	if (conf == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg(MSG_PREFIX "table \"%s\" is not synced", name),
+				 errmsg(MSG_PREFIX "table %s is not synced",
+						kz_quote_for_message(name, strlen(name), false)),
 				 errhint("A bucket entry names a table provisioned with kizunasync.sync_table().")));
 
 	t = palloc0(sizeof(PullTable));
@@ -1513,8 +1514,11 @@ kz_pull(PG_FUNCTION_ARGS)
 			if (column_attnum(t, req.buckets[i].params[j].name) == InvalidAttrNumber)
 				ereport(ERROR,
 						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-						 errmsg(MSG_PREFIX "table \"%s\" has no column \"%s\"",
-								t->conf->table_name, req.buckets[i].params[j].name),
+						 errmsg(MSG_PREFIX "table \"%s\" has no column %s",
+								t->conf->table_name,
+								kz_quote_for_message(req.buckets[i].params[j].name,
+													 strlen(req.buckets[i].params[j].name),
+													 false)),
 						 errdetail("Bucket entry %d names it in params.", i)));
 		}
 	}
