@@ -154,6 +154,8 @@ typedef struct PullState
 	int			nrows;
 	Entry	   *tombs;
 	int			ntombs;
+
+	bool		cut;			/* the max-holes rule lowered the high-water */
 } PullState;
 
 static PullTable *lookup_table(List **tables, const char *name);
@@ -1382,6 +1384,77 @@ register_client(bool have_uid, pg_uuid_t *uid, pg_uuid_t *client,
 
 /* ------------------------------------------------------------- kz_pull */
 
+/*
+ * The horizon of the page just built, whose position is pos: the last entry
+ * (or last candidate examined) of a page that ends early, or, for a page
+ * that reached L, the highest seq <= L visible in snap.  Holes: incoming
+ * holes still pending, plus pending seqs in (in_hw, pos) among the requested
+ * (table, bucket value) pairs.  More than KZ_CURSOR_MAX_HOLES: the high-water
+ * drops to just below the first hole that does not fit (never below in_hw)
+ * and st->cut is set, as kz_horizon_compute does.
+ */
+static void
+finish_horizon(PullState *st, int64 in_hw, int64 pos, int64 *in_pending, int n_in_pending,
+			   Snapshot snap)
+{
+	KzBucketPair *pairs = palloc(sizeof(KzBucketPair) * Max(st->nsources, 1));
+	int			npairs = 0;
+	int64	   *fresh;
+	int			nfresh;
+	int64	   *all;
+	int			n = 0;
+	int			i,
+				j;
+
+	for (i = 0; i < st->nsources; i++)
+	{
+		if (st->sources[i].tombstones)
+			continue;			/* each pair has exactly one changelog source */
+		pairs[npairs].table_name = st->sources[i].table->conf->table_name;
+		pairs[npairs].bucket_value = st->sources[i].label;
+		npairs++;
+	}
+	nfresh = kz_bucket_holes(pairs, npairs, in_hw + 1, pos - 1, snap, &fresh);
+
+	/* merge two ascending distinct lists (incoming ones are all <= in_hw) */
+	all = palloc(sizeof(int64) * Max(n_in_pending + nfresh, 1));
+	for (i = 0, j = 0; i < n_in_pending || j < nfresh;)
+	{
+		int64		v;
+
+		if (j >= nfresh || (i < n_in_pending && in_pending[i] <= fresh[j]))
+		{
+			v = in_pending[i++];
+			if (j < nfresh && fresh[j] == v)
+				j++;
+		}
+		else
+			v = fresh[j++];
+		all[n++] = v;
+	}
+
+	st->cut = false;
+	st->horizon.high_water = pos;
+	if (n > KZ_CURSOR_MAX_HOLES)
+	{
+		int64		cut = all[KZ_CURSOR_MAX_HOLES] - 1;
+
+		if (cut < in_hw)
+		{
+			cut = in_hw;
+			for (i = 0; i < n && all[i] <= in_hw; i++)
+				;
+			n = i;
+		}
+		else
+			n = KZ_CURSOR_MAX_HOLES;
+		st->horizon.high_water = cut;
+		st->cut = true;
+	}
+	st->horizon.nholes = n;
+	st->horizon.holes = n > 0 ? all : NULL;
+}
+
 static text *
 encode_cursor(bool has_start, int64 start, int64 hw, const KzHorizon *hz, int64 below)
 {
@@ -1438,6 +1511,10 @@ kz_pull(PG_FUNCTION_ARGS)
 	text	   *cursor_out;
 	Jsonb	   *conflicts = NULL;
 	Jsonb	   *page;
+	int64		L;
+	int64	   *in_pending;
+	int			n_in_pending;
+	int64		page_pos;
 
 	/* 1. session id claim (a non-uuid is 22P02), and the caller's user id */
 	have_sid = kz_jwt_session_id(&sid);
@@ -1615,11 +1692,18 @@ kz_pull(PG_FUNCTION_ARGS)
 		}
 	}
 
-	/* 12. horizon, candidate stream, page */
+	/*
+	 * 12. candidate stream, page, horizon.  L is read under the fence; the
+	 * page is built from the snapshot with candidates bounded by L (nothing
+	 * above the final high-water is visible in snap, so this is the window
+	 * the full horizon would give); then only the range the cursor claims
+	 * is classified, among the requested buckets (decisions/0010).
+	 */
 	st->hw_in = cur->high_water;
-	kz_horizon_compute(cur->high_water, cur->holes, cur->nholes, snap,
-					   KZ_CURSOR_MAX_HOLES, &st->horizon);
-	st->new_hw = st->horizon.high_water;
+	L = kz_seq_fenced_high_water();
+	n_in_pending = kz_holes_recheck(cur->holes, cur->nholes, cur->high_water, snap,
+									&in_pending);
+	st->new_hw = Max(L, cur->high_water);
 	st->window_pos = cur->high_water;
 
 	build_sources(st, have_uid, &uid);
@@ -1631,7 +1715,7 @@ kz_pull(PG_FUNCTION_ARGS)
 
 		for (i = 0; i < cur->nholes; i++)
 		{
-			if (bsearch(&cur->holes[i], st->horizon.holes, st->horizon.nholes,
+			if (bsearch(&cur->holes[i], in_pending, n_in_pending,
 						sizeof(int64), cmp_int64) == NULL)
 				gone[ngone++] = cur->holes[i];
 		}
@@ -1682,15 +1766,27 @@ kz_pull(PG_FUNCTION_ARGS)
 	}
 
 	if (capped || more)
+		page_pos = capped ? last_scanned : last_seq;
+	else
+		page_pos = kz_highest_visible(cur->high_water, L, snap);
+	finish_horizon(st, cur->high_water, page_pos, in_pending, n_in_pending, snap);
+	if (st->cut)
 	{
-		int64		p = capped ? last_scanned : last_seq;
-
-		cursor_out = encode_cursor(true, start_e, p, &st->horizon, p);
+		/* too many holes: the page ends below the first that does not fit */
+		capped = more = false;
+		while (st->nrows > 0 && st->rows[st->nrows - 1].seq > st->horizon.high_water)
+			st->nrows--;
+		while (st->ntombs > 0 && st->tombs[st->ntombs - 1].seq > st->horizon.high_water)
+			st->ntombs--;
+	}
+	if (capped || more)
+	{
+		cursor_out = encode_cursor(true, start_e, page_pos, &st->horizon, page_pos);
 		has_more = true;
 	}
 	else
 	{
-		cursor_out = encode_cursor(false, 0, st->new_hw, &st->horizon, PG_INT64_MAX);
+		cursor_out = encode_cursor(false, 0, st->horizon.high_water, &st->horizon, PG_INT64_MAX);
 		has_more = st->horizon.nholes > 0;
 	}
 
