@@ -50,6 +50,7 @@
 #include "kizunasync.h"
 #include "cursor.h"
 #include "identity.h"
+#include "jsonb_writer.h"
 #include "request_pull.h"
 #include "rowkey.h"
 #include "sequencing.h"
@@ -561,16 +562,6 @@ push_empty_array(JsonbParseState **ps, const char *key)
 	pushJsonbValue(ps, WJB_END_ARRAY, NULL);
 }
 
-static void
-push_kv_null(JsonbParseState **ps, const char *key)
-{
-	JsonbValue	v;
-
-	push_key(ps, key);
-	v.type = jbvNull;
-	pushJsonbValue(ps, WJB_VALUE, &v);
-}
-
 /* {"rows": [], "cursor": <incoming>, "signal": {"type": T}, "has_more": false, "tombstones": []} */
 static Jsonb *
 make_signal_page(const char *type, text *cursor)
@@ -610,54 +601,78 @@ format_deleted_at(TimestampTz ts)
 					tm.tm_hour, tm.tm_min, tm.tm_sec, (int) (fsec / 1000));
 }
 
+/*
+ * The page, written straight into jsonb's binary form: every rendered row is
+ * embedded as it is (decisions/0010 costs).  Key order is jsonb's (shorter
+ * keys first): {"rows", "cursor", "signal", "has_more", ["conflicts"],
+ * "tombstones"}; a row {"pk", "row", "seq", "table"}; a tombstone
+ * {"pk", "seq", "table", "deleted_at"}.
+ */
 static Jsonb *
 build_page(PullState *st, text *cursor, bool has_more, Jsonb *conflicts)
 {
-	JsonbParseState *ps = NULL;
-	JsonbValue *res;
+	static const char *const page_keys[] = {"rows", "cursor", "signal", "has_more", "tombstones"};
+	static const char *const page_keys_c[] = {"rows", "cursor", "signal", "has_more", "conflicts", "tombstones"};
+	static const char *const row_keys[] = {"pk", "row", "seq", "table"};
+	static const char *const tomb_keys[] = {"pk", "seq", "table", "deleted_at"};
+	KzJbWriter	w;
+	Size		hint = 256 + VARSIZE_ANY_EXHDR(cursor);
+	char		seqbuf[32];
 	int			i;
 
-	pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
+	for (i = 0; i < st->nrows; i++)
+		hint += VARSIZE(st->rows[i].row) + strlen(st->rows[i].pk) + 64 +
+			strlen(st->rows[i].table->conf->table_name);
+	for (i = 0; i < st->ntombs; i++)
+		hint += strlen(st->tombs[i].pk) + 96 + strlen(st->tombs[i].table->conf->table_name);
+	if (conflicts != NULL)
+		hint += VARSIZE(conflicts);
+	kz_jbw_init(&w, (int) Min(hint, (Size) MaxAllocSize / 2));
 
-	push_key(&ps, "rows");
-	pushJsonbValue(&ps, WJB_BEGIN_ARRAY, NULL);
+	if (conflicts != NULL)
+		kz_jbw_begin_object(&w, 6, page_keys_c);
+	else
+		kz_jbw_begin_object(&w, 5, page_keys);
+
+	kz_jbw_begin_array(&w, st->nrows);
 	for (i = 0; i < st->nrows; i++)
 	{
 		Entry	   *e = &st->rows[i];
+		const char *tn = e->table->conf->table_name;
 
-		pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
-		push_kv_string(&ps, "pk", e->pk);
-		push_kv_jsonb(&ps, "row", e->row);
-		push_kv_string(&ps, "seq", int64_text(e->seq));
-		push_kv_string(&ps, "table", e->table->conf->table_name);
-		pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
+		kz_jbw_begin_object(&w, 4, row_keys);
+		kz_jbw_string(&w, e->pk, strlen(e->pk));
+		kz_jbw_jsonb(&w, e->row);
+		kz_jbw_string(&w, seqbuf, snprintf(seqbuf, sizeof(seqbuf), INT64_FORMAT, e->seq));
+		kz_jbw_string(&w, tn, strlen(tn));
+		kz_jbw_end(&w);
 	}
-	pushJsonbValue(&ps, WJB_END_ARRAY, NULL);
+	kz_jbw_end(&w);
 
-	push_key(&ps, "cursor");
-	push_string(&ps, WJB_VALUE, VARDATA_ANY(cursor), VARSIZE_ANY_EXHDR(cursor));
-	push_kv_null(&ps, "signal");
-	push_kv_bool(&ps, "has_more", has_more);
+	kz_jbw_string(&w, VARDATA_ANY(cursor), VARSIZE_ANY_EXHDR(cursor));
+	kz_jbw_null(&w);
+	kz_jbw_bool(&w, has_more);
 	if (conflicts != NULL)
-		push_kv_jsonb(&ps, "conflicts", conflicts);
+		kz_jbw_jsonb(&w, conflicts);
 
-	push_key(&ps, "tombstones");
-	pushJsonbValue(&ps, WJB_BEGIN_ARRAY, NULL);
+	kz_jbw_begin_array(&w, st->ntombs);
 	for (i = 0; i < st->ntombs; i++)
 	{
 		Entry	   *e = &st->tombs[i];
+		const char *tn = e->table->conf->table_name;
+		char	   *da = format_deleted_at(e->deleted_at);
 
-		pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
-		push_kv_string(&ps, "pk", e->pk);
-		push_kv_string(&ps, "seq", int64_text(e->seq));
-		push_kv_string(&ps, "table", e->table->conf->table_name);
-		push_kv_string(&ps, "deleted_at", format_deleted_at(e->deleted_at));
-		pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
+		kz_jbw_begin_object(&w, 4, tomb_keys);
+		kz_jbw_string(&w, e->pk, strlen(e->pk));
+		kz_jbw_string(&w, seqbuf, snprintf(seqbuf, sizeof(seqbuf), INT64_FORMAT, e->seq));
+		kz_jbw_string(&w, tn, strlen(tn));
+		kz_jbw_string(&w, da, strlen(da));
+		kz_jbw_end(&w);
 	}
-	pushJsonbValue(&ps, WJB_END_ARRAY, NULL);
+	kz_jbw_end(&w);
 
-	res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
-	return JsonbValueToJsonb(res);
+	kz_jbw_end(&w);
+	return kz_jbw_finish(&w);
 }
 
 /* ------------------------------------------------------ matching a row */
@@ -1184,9 +1199,9 @@ render_batch(PullState *st, Candidate *batch, int n)
 
 			if (o < 1 || o > cnt || isnull)
 				elog(ERROR, "render query returned an unexpected row");
-			batch[pos[o - 1]].row = DatumGetJsonbPCopy(d);
+			/* no copy: the result stays until SPI_finish, after the page is built */
+			batch[pos[o - 1]].row = DatumGetJsonbP(d);
 		}
-		SPI_freetuptable(SPI_tuptable);
 	}
 }
 
