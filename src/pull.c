@@ -821,6 +821,14 @@ prepare(const char *sql, int nargs, Oid *argtypes)
 	return plan;
 }
 
+/* Execute a statement through the backend-lifetime plan cache. */
+static int
+exec_prepared(const char *sql, int nargs, Oid *argtypes, Datum *values,
+			  bool read_only, long count)
+{
+	return SPI_execute_plan(prepare(sql, nargs, argtypes), values, NULL, read_only, count);
+}
+
 static bool
 grant_exists(pg_uuid_t *uid, const char *table, const char *label)
 {
@@ -831,9 +839,9 @@ grant_exists(pg_uuid_t *uid, const char *table, const char *label)
 	vals[0] = UUIDPGetDatum(uid);
 	vals[1] = CStringGetTextDatum(table);
 	vals[2] = CStringGetTextDatum(label);
-	rc = SPI_execute_with_args("SELECT 1 FROM kizunasync.bucket_grants"
+	rc = exec_prepared("SELECT 1 FROM kizunasync.bucket_grants"
 							   " WHERE user_id = $1 AND table_name = $2 AND bucket_value = $3",
-							   3, types, vals, NULL, true, 1);
+							   3, types, vals, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	return SPI_processed > 0;
@@ -1241,12 +1249,12 @@ page_conflicts(PullState *st)
 	if (n == 0)
 		return NULL;
 	vals[0] = PointerGetDatum(construct_array(seqs, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	rc = SPI_execute_with_args("SELECT table_name, pk, winner_seq, column_name, loser_value,"
+	rc = exec_prepared("SELECT table_name, pk, winner_seq, column_name, loser_value,"
 							   " conflict_mode, winner_mutation_id::text"
 							   " FROM kizunasync.conflict_journal"
 							   " WHERE winner_seq OPERATOR(pg_catalog.=) ANY ($1)"
 							   " ORDER BY table_name, pk, column_name, id",
-							   1, types, vals, NULL, true, 0);
+							   1, types, vals, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 
@@ -1338,9 +1346,9 @@ record_grants(PullState *st, pg_uuid_t *uid)
 		args[0] = UUIDPGetDatum(uid);
 		args[1] = CStringGetTextDatum(tabs[i]);
 		args[2] = CStringGetTextDatum(vals[i]);
-		rc = SPI_execute_with_args("INSERT INTO kizunasync.bucket_grants (user_id, table_name, bucket_value)"
+		rc = exec_prepared("INSERT INTO kizunasync.bucket_grants (user_id, table_name, bucket_value)"
 								   " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-								   3, types, args, NULL, false, 0);
+								   3, types, args, false, 0);
 		if (rc != SPI_OK_INSERT)
 			elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	}
@@ -1369,14 +1377,14 @@ register_client(bool have_uid, pg_uuid_t *uid, pg_uuid_t *client,
 	args[1] = UUIDPGetDatum(uid);
 	args[2] = PointerGetDatum(cursor);
 	args[3] = Int32GetDatum(schema_version);
-	rc = SPI_execute_with_args("INSERT INTO kizunasync.clients AS c"
+	rc = exec_prepared("INSERT INTO kizunasync.clients AS c"
 							   " (client_id, user_id, cursor, last_mutation_id, schema_version, last_seen)"
 							   " VALUES ($1, $2, $3, NULL, $4, pg_catalog.now())"
 							   " ON CONFLICT (client_id) DO UPDATE"
 							   " SET cursor = EXCLUDED.cursor, schema_version = EXCLUDED.schema_version,"
 							   " last_seen = EXCLUDED.last_seen"
 							   " WHERE c.user_id OPERATOR(pg_catalog.=) EXCLUDED.user_id",
-							   4, types, args, NULL, false, 0);
+							   4, types, args, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -1385,14 +1393,14 @@ register_client(bool have_uid, pg_uuid_t *uid, pg_uuid_t *client,
 				 errmsg(MSG_PREFIX "client %s is registered to another user",
 						DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(client))))));
 
-	rc = SPI_execute_with_args("DELETE FROM kizunasync.clients"
+	rc = exec_prepared("DELETE FROM kizunasync.clients"
 							   " WHERE user_id OPERATOR(pg_catalog.=) $2"
 							   " AND client_id OPERATOR(pg_catalog.<>) $1"
 							   " AND client_id NOT IN (SELECT client_id FROM kizunasync.clients"
 							   "   WHERE user_id OPERATOR(pg_catalog.=) $2"
 							   "   AND client_id OPERATOR(pg_catalog.<>) $1"
 							   "   ORDER BY last_seen DESC, client_id LIMIT 99)",
-							   2, types, args, NULL, false, 0);
+							   2, types, args, false, 0);
 	if (rc != SPI_OK_DELETE)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 }
@@ -1543,8 +1551,8 @@ kz_pull(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	rc = SPI_execute("SELECT s.max_pull_scan, s.max_pull_limit, r.reaped_seq"
-					 " FROM kizunasync.settings s, kizunasync.reap_state r", true, 1);
+	rc = exec_prepared("SELECT s.max_pull_scan, s.max_pull_limit, r.reaped_seq"
+					 " FROM kizunasync.settings s, kizunasync.reap_state r", 0, NULL, NULL, true, 1);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "kizunasync settings are missing");
 	{
@@ -1633,7 +1641,7 @@ kz_pull(PG_FUNCTION_ARGS)
 	{
 		bool		isnull;
 
-		rc = SPI_execute("SELECT max(min_schema_version) FROM kizunasync.synced_tables", true, 1);
+		rc = exec_prepared("SELECT max(min_schema_version) FROM kizunasync.synced_tables", 0, NULL, NULL, true, 1);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(rc));
 		minver = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -1670,7 +1678,7 @@ kz_pull(PG_FUNCTION_ARGS)
 	/* 10. CHECKPOINT_EXPIRED, against the reap horizon of the pull snapshot */
 	snap = RegisterSnapshot(GetTransactionSnapshot());
 	PushActiveSnapshot(snap);
-	rc = SPI_execute("SELECT reaped_seq FROM kizunasync.reap_state", true, 1);
+	rc = exec_prepared("SELECT reaped_seq FROM kizunasync.reap_state", 0, NULL, NULL, true, 1);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "kizunasync.reap_state is missing");
 	{
