@@ -75,6 +75,7 @@ typedef struct PullTable
 	bool	   *readable;		/* [attnum - 1] */
 	SPIPlanPtr	render_plan;	/* prepared on first use */
 	Oid		   *render_argtypes;
+	bool		render_by_any;	/* one integer or uuid key: "key = ANY ($1)" */
 } PullTable;
 
 /* One param of a bucket entry, cast through its column type. */
@@ -1117,7 +1118,39 @@ prepare_render(PullTable *t)
 	StringInfoData sql;
 	int			i;
 
+	t->render_argtypes = palloc(sizeof(Oid) * c->nkeys);
+	for (i = 0; i < c->nkeys; i++)
+	{
+		t->render_argtypes[i] = get_array_type(c->key_types[i]);
+		if (!OidIsValid(t->render_argtypes[i]))
+			elog(ERROR, "key type %u of table \"%s\" has no array type",
+				 c->key_types[i], c->table_name);
+	}
+
+	/*
+	 * One key column whose equality is bitwise (integers, uuid): one index
+	 * scan for the whole batch,
+	 *   SELECT r.<key>, to_jsonb(r) FROM (SELECT t.<col>, ... FROM <table> t
+	 *     WHERE t.<key> = ANY ($1) OFFSET 0) r
+	 * and each result row is matched back to its candidates by its key text
+	 * (candidates' keys are canonical key text, see kz_rowkey_parse).
+	 */
+	t->render_by_any = (c->nkeys == 1 &&
+						(c->key_types[0] == INT2OID || c->key_types[0] == INT4OID ||
+						 c->key_types[0] == INT8OID || c->key_types[0] == UUIDOID));
 	initStringInfo(&sql);
+	if (t->render_by_any)
+	{
+		appendStringInfo(&sql, "SELECT r.%s, pg_catalog.to_jsonb(r) FROM (SELECT ",
+						 quote_identifier(c->key_columns[0]));
+		for (i = 0; i < t->ncols; i++)
+			appendStringInfo(&sql, "%st.%s", i ? ", " : "", quote_identifier(t->colnames[i]));
+		appendStringInfo(&sql, " FROM %s t WHERE t.%s OPERATOR(pg_catalog.=) ANY ($1) OFFSET 0) r",
+						 t->qualname, quote_identifier(c->key_columns[0]));
+		t->render_plan = prepare(sql.data, 1, t->render_argtypes);
+		return;
+	}
+
 	appendStringInfoString(&sql, "SELECT u.o, pg_catalog.to_jsonb(r) FROM ROWS FROM (");
 	for (i = 0; i < c->nkeys; i++)
 		appendStringInfo(&sql, "%spg_catalog.unnest($%d)", i ? ", " : "", i + 1);
@@ -1132,16 +1165,19 @@ prepare_render(PullTable *t)
 		appendStringInfo(&sql, "%st.%s OPERATOR(pg_catalog.=) u.a%d",
 						 i ? " AND " : "", quote_identifier(c->key_columns[i]), i + 1);
 	appendStringInfoString(&sql, " OFFSET 0) r");
-
-	t->render_argtypes = palloc(sizeof(Oid) * c->nkeys);
-	for (i = 0; i < c->nkeys; i++)
-	{
-		t->render_argtypes[i] = get_array_type(c->key_types[i]);
-		if (!OidIsValid(t->render_argtypes[i]))
-			elog(ERROR, "key type %u of table \"%s\" has no array type",
-				 c->key_types[i], c->table_name);
-	}
 	t->render_plan = prepare(sql.data, c->nkeys, t->render_argtypes);
+}
+
+typedef struct PkPos
+{
+	const char *pk;
+	int			pos;
+} PkPos;
+
+static int
+cmp_pkpos(const void *a, const void *b)
+{
+	return strcmp(((const PkPos *) a)->pk, ((const PkPos *) b)->pk);
 }
 
 /* Render every candidate of the batch: one query per table. */
@@ -1198,6 +1234,42 @@ render_batch(PullState *st, Candidate *batch, int n)
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
 
+		if (t->render_by_any)
+		{
+			/* match each row to every candidate of the batch with its key */
+			PkPos	   *byk = palloc(sizeof(PkPos) * cnt);
+
+			for (i = 0; i < cnt; i++)
+			{
+				byk[i].pk = batch[pos[i]].pk;
+				byk[i].pos = pos[i];
+			}
+			qsort(byk, cnt, sizeof(PkPos), cmp_pkpos);
+			for (r = 0; r < SPI_processed; r++)
+			{
+				HeapTuple	tup = SPI_tuptable->vals[r];
+				bool		isnull;
+				bool		jnull;
+				Datum		kd = SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull);
+				Datum		d = SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &jnull);
+				PkPos		key;
+				PkPos	   *hit;
+				Jsonb	   *row;
+
+				if (isnull || jnull)
+					elog(ERROR, "render query returned an unexpected row");
+				key.pk = kz_rowkey_render(c, &kd, &isnull);
+				hit = bsearch(&key, byk, cnt, sizeof(PkPos), cmp_pkpos);
+				if (hit == NULL)
+					elog(ERROR, "render query returned a row that was not asked for");
+				while (hit > byk && strcmp(hit[-1].pk, key.pk) == 0)
+					hit--;
+				row = DatumGetJsonbP(d);
+				for (; hit < byk + cnt && strcmp(hit->pk, key.pk) == 0; hit++)
+					batch[hit->pos].row = row;
+			}
+			continue;
+		}
 		for (r = 0; r < SPI_processed; r++)
 		{
 			HeapTuple	tup = SPI_tuptable->vals[r];
