@@ -605,7 +605,8 @@ kz_holes_recheck(const int64 *in_holes, int n_in_holes, int64 below,
  * in snap, or floor: a backward scan of the seq index from L that stops at
  * the first seq (all its tuple versions taken together, pending winning over
  * visible, as kz_scan_range does) classified VISIBLE.  It reads only the
- * pending and dead tuples above the answer.
+ * pending and dead tuples above the answer, at most KZ_HORIZON_SCAN_BUDGET of
+ * them: past that it answers just below the lowest seq examined.
  */
 static int64
 kz_scan_highest_visible(Oid heapid, Oid indexid, int64 floor, int64 L, Snapshot snap)
@@ -619,6 +620,7 @@ kz_scan_highest_visible(Oid heapid, Oid indexid, int64 floor, int64 L, Snapshot 
 	KzEntryState cur_state = KZ_ENTRY_DEAD;
 	bool		have_cur = false;
 	int64		result = floor;
+	int			seen = 0;
 
 	if (L <= floor)
 		return floor;
@@ -651,11 +653,24 @@ kz_scan_highest_visible(Oid heapid, Oid indexid, int64 floor, int64 L, Snapshot 
 				break;
 			}
 			cur_state = KZ_ENTRY_DEAD;
+			if (more && seen >= KZ_HORIZON_SCAN_BUDGET)
+			{
+				/*
+				 * Nothing in [cur, L] is visible, and more than the budget
+				 * lies above the answer (a huge transaction in flight): stop
+				 * here.  Any high-water <= L is correct for a page that read
+				 * every candidate up to L (its holes are listed below it);
+				 * the highest visible one only keeps the list short.
+				 */
+				result = Max(floor, cur - 1);
+				break;
+			}
 		}
 		if (!more)
 			break;
 		cur = s;
 		have_cur = true;
+		seen++;
 		if (cur_state != KZ_ENTRY_PENDING)
 		{
 			bool		should_free;

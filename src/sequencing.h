@@ -66,7 +66,9 @@ extern void kz_horizon_compute(int64 in_hw, const int64 *in_holes, int n_in_hole
  *	 those still pending in snap; ascending, distinct, palloc'd; returns the
  *	 count.  Holes < 1 or >= below are ignored.
  * kz_highest_visible: max(floor, highest seq in (floor, L] with an entry
- *	 visible in snap), found by scanning the seq indexes backwards from L.
+ *	 visible in snap), found by scanning the seq indexes backwards from L;
+ *	 when more than 100 000 non-visible tuples lie above it, a lower bound
+ *	 (just below the lowest seq examined) instead.
  * kz_bucket_holes: the pending seqs in [lo, hi] among the entries (changelog
  *	 and tombstones) of the given (table, bucket value) pairs, found through
  *	 the (table_name, bucket_value, seq) indexes; ascending, distinct,
