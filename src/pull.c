@@ -50,6 +50,7 @@
 #include "kizunasync.h"
 #include "cursor.h"
 #include "identity.h"
+#include "jsonb_writer.h"
 #include "request_pull.h"
 #include "rowkey.h"
 #include "sequencing.h"
@@ -74,6 +75,7 @@ typedef struct PullTable
 	bool	   *readable;		/* [attnum - 1] */
 	SPIPlanPtr	render_plan;	/* prepared on first use */
 	Oid		   *render_argtypes;
+	bool		render_by_any;	/* one integer or uuid key: "key = ANY ($1)" */
 } PullTable;
 
 /* One param of a bucket entry, cast through its column type. */
@@ -154,6 +156,8 @@ typedef struct PullState
 	int			nrows;
 	Entry	   *tombs;
 	int			ntombs;
+
+	bool		cut;			/* the max-holes rule lowered the high-water */
 } PullState;
 
 static PullTable *lookup_table(List **tables, const char *name);
@@ -560,16 +564,6 @@ push_empty_array(JsonbParseState **ps, const char *key)
 	pushJsonbValue(ps, WJB_END_ARRAY, NULL);
 }
 
-static void
-push_kv_null(JsonbParseState **ps, const char *key)
-{
-	JsonbValue	v;
-
-	push_key(ps, key);
-	v.type = jbvNull;
-	pushJsonbValue(ps, WJB_VALUE, &v);
-}
-
 /* {"rows": [], "cursor": <incoming>, "signal": {"type": T}, "has_more": false, "tombstones": []} */
 static Jsonb *
 make_signal_page(const char *type, text *cursor)
@@ -609,54 +603,78 @@ format_deleted_at(TimestampTz ts)
 					tm.tm_hour, tm.tm_min, tm.tm_sec, (int) (fsec / 1000));
 }
 
+/*
+ * The page, written straight into jsonb's binary form: every rendered row is
+ * embedded as it is (decisions/0010 costs).  Key order is jsonb's (shorter
+ * keys first): {"rows", "cursor", "signal", "has_more", ["conflicts"],
+ * "tombstones"}; a row {"pk", "row", "seq", "table"}; a tombstone
+ * {"pk", "seq", "table", "deleted_at"}.
+ */
 static Jsonb *
 build_page(PullState *st, text *cursor, bool has_more, Jsonb *conflicts)
 {
-	JsonbParseState *ps = NULL;
-	JsonbValue *res;
+	static const char *const page_keys[] = {"rows", "cursor", "signal", "has_more", "tombstones"};
+	static const char *const page_keys_c[] = {"rows", "cursor", "signal", "has_more", "conflicts", "tombstones"};
+	static const char *const row_keys[] = {"pk", "row", "seq", "table"};
+	static const char *const tomb_keys[] = {"pk", "seq", "table", "deleted_at"};
+	KzJbWriter	w;
+	Size		hint = 256 + VARSIZE_ANY_EXHDR(cursor);
+	char		seqbuf[32];
 	int			i;
 
-	pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
+	for (i = 0; i < st->nrows; i++)
+		hint += VARSIZE(st->rows[i].row) + strlen(st->rows[i].pk) + 64 +
+			strlen(st->rows[i].table->conf->table_name);
+	for (i = 0; i < st->ntombs; i++)
+		hint += strlen(st->tombs[i].pk) + 96 + strlen(st->tombs[i].table->conf->table_name);
+	if (conflicts != NULL)
+		hint += VARSIZE(conflicts);
+	kz_jbw_init(&w, (int) Min(hint, (Size) MaxAllocSize / 2));
 
-	push_key(&ps, "rows");
-	pushJsonbValue(&ps, WJB_BEGIN_ARRAY, NULL);
+	if (conflicts != NULL)
+		kz_jbw_begin_object(&w, 6, page_keys_c);
+	else
+		kz_jbw_begin_object(&w, 5, page_keys);
+
+	kz_jbw_begin_array(&w, st->nrows);
 	for (i = 0; i < st->nrows; i++)
 	{
 		Entry	   *e = &st->rows[i];
+		const char *tn = e->table->conf->table_name;
 
-		pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
-		push_kv_string(&ps, "pk", e->pk);
-		push_kv_jsonb(&ps, "row", e->row);
-		push_kv_string(&ps, "seq", int64_text(e->seq));
-		push_kv_string(&ps, "table", e->table->conf->table_name);
-		pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
+		kz_jbw_begin_object(&w, 4, row_keys);
+		kz_jbw_string(&w, e->pk, strlen(e->pk));
+		kz_jbw_jsonb(&w, e->row);
+		kz_jbw_string(&w, seqbuf, snprintf(seqbuf, sizeof(seqbuf), INT64_FORMAT, e->seq));
+		kz_jbw_string(&w, tn, strlen(tn));
+		kz_jbw_end(&w);
 	}
-	pushJsonbValue(&ps, WJB_END_ARRAY, NULL);
+	kz_jbw_end(&w);
 
-	push_key(&ps, "cursor");
-	push_string(&ps, WJB_VALUE, VARDATA_ANY(cursor), VARSIZE_ANY_EXHDR(cursor));
-	push_kv_null(&ps, "signal");
-	push_kv_bool(&ps, "has_more", has_more);
+	kz_jbw_string(&w, VARDATA_ANY(cursor), VARSIZE_ANY_EXHDR(cursor));
+	kz_jbw_null(&w);
+	kz_jbw_bool(&w, has_more);
 	if (conflicts != NULL)
-		push_kv_jsonb(&ps, "conflicts", conflicts);
+		kz_jbw_jsonb(&w, conflicts);
 
-	push_key(&ps, "tombstones");
-	pushJsonbValue(&ps, WJB_BEGIN_ARRAY, NULL);
+	kz_jbw_begin_array(&w, st->ntombs);
 	for (i = 0; i < st->ntombs; i++)
 	{
 		Entry	   *e = &st->tombs[i];
+		const char *tn = e->table->conf->table_name;
+		char	   *da = format_deleted_at(e->deleted_at);
 
-		pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
-		push_kv_string(&ps, "pk", e->pk);
-		push_kv_string(&ps, "seq", int64_text(e->seq));
-		push_kv_string(&ps, "table", e->table->conf->table_name);
-		push_kv_string(&ps, "deleted_at", format_deleted_at(e->deleted_at));
-		pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
+		kz_jbw_begin_object(&w, 4, tomb_keys);
+		kz_jbw_string(&w, e->pk, strlen(e->pk));
+		kz_jbw_string(&w, seqbuf, snprintf(seqbuf, sizeof(seqbuf), INT64_FORMAT, e->seq));
+		kz_jbw_string(&w, tn, strlen(tn));
+		kz_jbw_string(&w, da, strlen(da));
+		kz_jbw_end(&w);
 	}
-	pushJsonbValue(&ps, WJB_END_ARRAY, NULL);
+	kz_jbw_end(&w);
 
-	res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
-	return JsonbValueToJsonb(res);
+	kz_jbw_end(&w);
+	return kz_jbw_finish(&w);
 }
 
 /* ------------------------------------------------------ matching a row */
@@ -805,6 +823,14 @@ prepare(const char *sql, int nargs, Oid *argtypes)
 	return plan;
 }
 
+/* Execute a statement through the backend-lifetime plan cache. */
+static int
+exec_prepared(const char *sql, int nargs, Oid *argtypes, Datum *values,
+			  bool read_only, long count)
+{
+	return SPI_execute_plan(prepare(sql, nargs, argtypes), values, NULL, read_only, count);
+}
+
 static bool
 grant_exists(pg_uuid_t *uid, const char *table, const char *label)
 {
@@ -815,9 +841,9 @@ grant_exists(pg_uuid_t *uid, const char *table, const char *label)
 	vals[0] = UUIDPGetDatum(uid);
 	vals[1] = CStringGetTextDatum(table);
 	vals[2] = CStringGetTextDatum(label);
-	rc = SPI_execute_with_args("SELECT 1 FROM kizunasync.bucket_grants"
+	rc = exec_prepared("SELECT 1 FROM kizunasync.bucket_grants"
 							   " WHERE user_id = $1 AND table_name = $2 AND bucket_value = $3",
-							   3, types, vals, NULL, true, 1);
+							   3, types, vals, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	return SPI_processed > 0;
@@ -1093,7 +1119,39 @@ prepare_render(PullTable *t)
 	StringInfoData sql;
 	int			i;
 
+	t->render_argtypes = palloc(sizeof(Oid) * c->nkeys);
+	for (i = 0; i < c->nkeys; i++)
+	{
+		t->render_argtypes[i] = get_array_type(c->key_types[i]);
+		if (!OidIsValid(t->render_argtypes[i]))
+			elog(ERROR, "key type %u of table \"%s\" has no array type",
+				 c->key_types[i], c->table_name);
+	}
+
+	/*
+	 * One key column whose equality is bitwise (integers, uuid): one index
+	 * scan for the whole batch,
+	 *   SELECT r.<key>, to_jsonb(r) FROM (SELECT t.<col>, ... FROM <table> t
+	 *     WHERE t.<key> = ANY ($1) OFFSET 0) r
+	 * and each result row is matched back to its candidates by its key text
+	 * (candidates' keys are canonical key text, see kz_rowkey_parse).
+	 */
+	t->render_by_any = (c->nkeys == 1 &&
+						(c->key_types[0] == INT2OID || c->key_types[0] == INT4OID ||
+						 c->key_types[0] == INT8OID || c->key_types[0] == UUIDOID));
 	initStringInfo(&sql);
+	if (t->render_by_any)
+	{
+		appendStringInfo(&sql, "SELECT r.%s, pg_catalog.to_jsonb(r) FROM (SELECT ",
+						 quote_identifier(c->key_columns[0]));
+		for (i = 0; i < t->ncols; i++)
+			appendStringInfo(&sql, "%st.%s", i ? ", " : "", quote_identifier(t->colnames[i]));
+		appendStringInfo(&sql, " FROM %s t WHERE t.%s OPERATOR(pg_catalog.=) ANY ($1) OFFSET 0) r",
+						 t->qualname, quote_identifier(c->key_columns[0]));
+		t->render_plan = prepare(sql.data, 1, t->render_argtypes);
+		return;
+	}
+
 	appendStringInfoString(&sql, "SELECT u.o, pg_catalog.to_jsonb(r) FROM ROWS FROM (");
 	for (i = 0; i < c->nkeys; i++)
 		appendStringInfo(&sql, "%spg_catalog.unnest($%d)", i ? ", " : "", i + 1);
@@ -1108,16 +1166,19 @@ prepare_render(PullTable *t)
 		appendStringInfo(&sql, "%st.%s OPERATOR(pg_catalog.=) u.a%d",
 						 i ? " AND " : "", quote_identifier(c->key_columns[i]), i + 1);
 	appendStringInfoString(&sql, " OFFSET 0) r");
-
-	t->render_argtypes = palloc(sizeof(Oid) * c->nkeys);
-	for (i = 0; i < c->nkeys; i++)
-	{
-		t->render_argtypes[i] = get_array_type(c->key_types[i]);
-		if (!OidIsValid(t->render_argtypes[i]))
-			elog(ERROR, "key type %u of table \"%s\" has no array type",
-				 c->key_types[i], c->table_name);
-	}
 	t->render_plan = prepare(sql.data, c->nkeys, t->render_argtypes);
+}
+
+typedef struct PkPos
+{
+	const char *pk;
+	int			pos;
+} PkPos;
+
+static int
+cmp_pkpos(const void *a, const void *b)
+{
+	return strcmp(((const PkPos *) a)->pk, ((const PkPos *) b)->pk);
 }
 
 /* Render every candidate of the batch: one query per table. */
@@ -1174,6 +1235,42 @@ render_batch(PullState *st, Candidate *batch, int n)
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "SPI_execute_plan failed: %s", SPI_result_code_string(rc));
 
+		if (t->render_by_any)
+		{
+			/* match each row to every candidate of the batch with its key */
+			PkPos	   *byk = palloc(sizeof(PkPos) * cnt);
+
+			for (i = 0; i < cnt; i++)
+			{
+				byk[i].pk = batch[pos[i]].pk;
+				byk[i].pos = pos[i];
+			}
+			qsort(byk, cnt, sizeof(PkPos), cmp_pkpos);
+			for (r = 0; r < SPI_processed; r++)
+			{
+				HeapTuple	tup = SPI_tuptable->vals[r];
+				bool		isnull;
+				bool		jnull;
+				Datum		kd = SPI_getbinval(tup, SPI_tuptable->tupdesc, 1, &isnull);
+				Datum		d = SPI_getbinval(tup, SPI_tuptable->tupdesc, 2, &jnull);
+				PkPos		key;
+				PkPos	   *hit;
+				Jsonb	   *row;
+
+				if (isnull || jnull)
+					elog(ERROR, "render query returned an unexpected row");
+				key.pk = kz_rowkey_render(c, &kd, &isnull);
+				hit = bsearch(&key, byk, cnt, sizeof(PkPos), cmp_pkpos);
+				if (hit == NULL)
+					elog(ERROR, "render query returned a row that was not asked for");
+				while (hit > byk && strcmp(hit[-1].pk, key.pk) == 0)
+					hit--;
+				row = DatumGetJsonbP(d);
+				for (; hit < byk + cnt && strcmp(hit->pk, key.pk) == 0; hit++)
+					batch[hit->pos].row = row;
+			}
+			continue;
+		}
 		for (r = 0; r < SPI_processed; r++)
 		{
 			HeapTuple	tup = SPI_tuptable->vals[r];
@@ -1183,9 +1280,9 @@ render_batch(PullState *st, Candidate *batch, int n)
 
 			if (o < 1 || o > cnt || isnull)
 				elog(ERROR, "render query returned an unexpected row");
-			batch[pos[o - 1]].row = DatumGetJsonbPCopy(d);
+			/* no copy: the result stays until SPI_finish, after the page is built */
+			batch[pos[o - 1]].row = DatumGetJsonbP(d);
 		}
-		SPI_freetuptable(SPI_tuptable);
 	}
 }
 
@@ -1225,12 +1322,12 @@ page_conflicts(PullState *st)
 	if (n == 0)
 		return NULL;
 	vals[0] = PointerGetDatum(construct_array(seqs, n, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	rc = SPI_execute_with_args("SELECT table_name, pk, winner_seq, column_name, loser_value,"
+	rc = exec_prepared("SELECT table_name, pk, winner_seq, column_name, loser_value,"
 							   " conflict_mode, winner_mutation_id::text"
 							   " FROM kizunasync.conflict_journal"
 							   " WHERE winner_seq OPERATOR(pg_catalog.=) ANY ($1)"
 							   " ORDER BY table_name, pk, column_name, id",
-							   1, types, vals, NULL, true, 0);
+							   1, types, vals, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 
@@ -1322,9 +1419,9 @@ record_grants(PullState *st, pg_uuid_t *uid)
 		args[0] = UUIDPGetDatum(uid);
 		args[1] = CStringGetTextDatum(tabs[i]);
 		args[2] = CStringGetTextDatum(vals[i]);
-		rc = SPI_execute_with_args("INSERT INTO kizunasync.bucket_grants (user_id, table_name, bucket_value)"
+		rc = exec_prepared("INSERT INTO kizunasync.bucket_grants (user_id, table_name, bucket_value)"
 								   " VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
-								   3, types, args, NULL, false, 0);
+								   3, types, args, false, 0);
 		if (rc != SPI_OK_INSERT)
 			elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	}
@@ -1353,14 +1450,14 @@ register_client(bool have_uid, pg_uuid_t *uid, pg_uuid_t *client,
 	args[1] = UUIDPGetDatum(uid);
 	args[2] = PointerGetDatum(cursor);
 	args[3] = Int32GetDatum(schema_version);
-	rc = SPI_execute_with_args("INSERT INTO kizunasync.clients AS c"
+	rc = exec_prepared("INSERT INTO kizunasync.clients AS c"
 							   " (client_id, user_id, cursor, last_mutation_id, schema_version, last_seen)"
 							   " VALUES ($1, $2, $3, NULL, $4, pg_catalog.now())"
 							   " ON CONFLICT (client_id) DO UPDATE"
 							   " SET cursor = EXCLUDED.cursor, schema_version = EXCLUDED.schema_version,"
 							   " last_seen = EXCLUDED.last_seen"
 							   " WHERE c.user_id OPERATOR(pg_catalog.=) EXCLUDED.user_id",
-							   4, types, args, NULL, false, 0);
+							   4, types, args, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -1369,19 +1466,90 @@ register_client(bool have_uid, pg_uuid_t *uid, pg_uuid_t *client,
 				 errmsg(MSG_PREFIX "client %s is registered to another user",
 						DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(client))))));
 
-	rc = SPI_execute_with_args("DELETE FROM kizunasync.clients"
+	rc = exec_prepared("DELETE FROM kizunasync.clients"
 							   " WHERE user_id OPERATOR(pg_catalog.=) $2"
 							   " AND client_id OPERATOR(pg_catalog.<>) $1"
 							   " AND client_id NOT IN (SELECT client_id FROM kizunasync.clients"
 							   "   WHERE user_id OPERATOR(pg_catalog.=) $2"
 							   "   AND client_id OPERATOR(pg_catalog.<>) $1"
 							   "   ORDER BY last_seen DESC, client_id LIMIT 99)",
-							   2, types, args, NULL, false, 0);
+							   2, types, args, false, 0);
 	if (rc != SPI_OK_DELETE)
 		elog(ERROR, "SPI_execute_with_args failed: %s", SPI_result_code_string(rc));
 }
 
 /* ------------------------------------------------------------- kz_pull */
+
+/*
+ * The horizon of the page just built, whose position is pos: the last entry
+ * (or last candidate examined) of a page that ends early, or, for a page
+ * that reached L, the highest seq <= L visible in snap.  Holes: incoming
+ * holes still pending, plus pending seqs in (in_hw, pos) among the requested
+ * (table, bucket value) pairs.  More than KZ_CURSOR_MAX_HOLES: the high-water
+ * drops to just below the first hole that does not fit (never below in_hw)
+ * and st->cut is set, as kz_horizon_compute does.
+ */
+static void
+finish_horizon(PullState *st, int64 in_hw, int64 pos, int64 *in_pending, int n_in_pending,
+			   Snapshot snap)
+{
+	KzBucketPair *pairs = palloc(sizeof(KzBucketPair) * Max(st->nsources, 1));
+	int			npairs = 0;
+	int64	   *fresh;
+	int			nfresh;
+	int64	   *all;
+	int			n = 0;
+	int			i,
+				j;
+
+	for (i = 0; i < st->nsources; i++)
+	{
+		if (st->sources[i].tombstones)
+			continue;			/* each pair has exactly one changelog source */
+		pairs[npairs].table_name = st->sources[i].table->conf->table_name;
+		pairs[npairs].bucket_value = st->sources[i].label;
+		npairs++;
+	}
+	nfresh = kz_bucket_holes(pairs, npairs, in_hw + 1, pos - 1, snap, &fresh);
+
+	/* merge two ascending distinct lists (incoming ones are all <= in_hw) */
+	all = palloc(sizeof(int64) * Max(n_in_pending + nfresh, 1));
+	for (i = 0, j = 0; i < n_in_pending || j < nfresh;)
+	{
+		int64		v;
+
+		if (j >= nfresh || (i < n_in_pending && in_pending[i] <= fresh[j]))
+		{
+			v = in_pending[i++];
+			if (j < nfresh && fresh[j] == v)
+				j++;
+		}
+		else
+			v = fresh[j++];
+		all[n++] = v;
+	}
+
+	st->cut = false;
+	st->horizon.high_water = pos;
+	if (n > KZ_CURSOR_MAX_HOLES)
+	{
+		int64		cut = all[KZ_CURSOR_MAX_HOLES] - 1;
+
+		if (cut < in_hw)
+		{
+			cut = in_hw;
+			for (i = 0; i < n && all[i] <= in_hw; i++)
+				;
+			n = i;
+		}
+		else
+			n = KZ_CURSOR_MAX_HOLES;
+		st->horizon.high_water = cut;
+		st->cut = true;
+	}
+	st->horizon.nholes = n;
+	st->horizon.holes = n > 0 ? all : NULL;
+}
 
 static text *
 encode_cursor(bool has_start, int64 start, int64 hw, const KzHorizon *hz, int64 below)
@@ -1439,6 +1607,10 @@ kz_pull(PG_FUNCTION_ARGS)
 	text	   *cursor_out;
 	Jsonb	   *conflicts = NULL;
 	Jsonb	   *page;
+	int64		L;
+	int64	   *in_pending;
+	int			n_in_pending;
+	int64		page_pos;
 
 	/* 1. session id claim (a non-uuid is 22P02), and the caller's user id */
 	have_sid = kz_jwt_session_id(&sid);
@@ -1452,8 +1624,8 @@ kz_pull(PG_FUNCTION_ARGS)
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
 
-	rc = SPI_execute("SELECT s.max_pull_scan, s.max_pull_limit, r.reaped_seq"
-					 " FROM kizunasync.settings s, kizunasync.reap_state r", true, 1);
+	rc = exec_prepared("SELECT s.max_pull_scan, s.max_pull_limit, r.reaped_seq"
+					 " FROM kizunasync.settings s, kizunasync.reap_state r", 0, NULL, NULL, true, 1);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "kizunasync settings are missing");
 	{
@@ -1545,7 +1717,7 @@ kz_pull(PG_FUNCTION_ARGS)
 	{
 		bool		isnull;
 
-		rc = SPI_execute("SELECT max(min_schema_version) FROM kizunasync.synced_tables", true, 1);
+		rc = exec_prepared("SELECT max(min_schema_version) FROM kizunasync.synced_tables", 0, NULL, NULL, true, 1);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "SPI_execute failed: %s", SPI_result_code_string(rc));
 		minver = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
@@ -1582,7 +1754,7 @@ kz_pull(PG_FUNCTION_ARGS)
 	/* 10. CHECKPOINT_EXPIRED, against the reap horizon of the pull snapshot */
 	snap = RegisterSnapshot(GetTransactionSnapshot());
 	PushActiveSnapshot(snap);
-	rc = SPI_execute("SELECT reaped_seq FROM kizunasync.reap_state", true, 1);
+	rc = exec_prepared("SELECT reaped_seq FROM kizunasync.reap_state", 0, NULL, NULL, true, 1);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "kizunasync.reap_state is missing");
 	{
@@ -1626,11 +1798,18 @@ kz_pull(PG_FUNCTION_ARGS)
 		}
 	}
 
-	/* 12. horizon, candidate stream, page */
+	/*
+	 * 12. candidate stream, page, horizon.  L is read under the fence; the
+	 * page is built from the snapshot with candidates bounded by L (nothing
+	 * above the final high-water is visible in snap, so this is the window
+	 * the full horizon would give); then only the range the cursor claims
+	 * is classified, among the requested buckets (decisions/0010).
+	 */
 	st->hw_in = cur->high_water;
-	kz_horizon_compute(cur->high_water, cur->holes, cur->nholes, snap,
-					   KZ_CURSOR_MAX_HOLES, &st->horizon);
-	st->new_hw = st->horizon.high_water;
+	L = kz_seq_fenced_high_water();
+	n_in_pending = kz_holes_recheck(cur->holes, cur->nholes, cur->high_water, snap,
+									&in_pending);
+	st->new_hw = Max(L, cur->high_water);
 	st->window_pos = cur->high_water;
 
 	build_sources(st, have_uid, &uid);
@@ -1642,7 +1821,7 @@ kz_pull(PG_FUNCTION_ARGS)
 
 		for (i = 0; i < cur->nholes; i++)
 		{
-			if (bsearch(&cur->holes[i], st->horizon.holes, st->horizon.nholes,
+			if (bsearch(&cur->holes[i], in_pending, n_in_pending,
 						sizeof(int64), cmp_int64) == NULL)
 				gone[ngone++] = cur->holes[i];
 		}
@@ -1693,15 +1872,27 @@ kz_pull(PG_FUNCTION_ARGS)
 	}
 
 	if (capped || more)
+		page_pos = capped ? last_scanned : last_seq;
+	else
+		page_pos = kz_highest_visible(cur->high_water, L, snap);
+	finish_horizon(st, cur->high_water, page_pos, in_pending, n_in_pending, snap);
+	if (st->cut)
 	{
-		int64		p = capped ? last_scanned : last_seq;
-
-		cursor_out = encode_cursor(true, start_e, p, &st->horizon, p);
+		/* too many holes: the page ends below the first that does not fit */
+		capped = more = false;
+		while (st->nrows > 0 && st->rows[st->nrows - 1].seq > st->horizon.high_water)
+			st->nrows--;
+		while (st->ntombs > 0 && st->tombs[st->ntombs - 1].seq > st->horizon.high_water)
+			st->ntombs--;
+	}
+	if (capped || more)
+	{
+		cursor_out = encode_cursor(true, start_e, page_pos, &st->horizon, page_pos);
 		has_more = true;
 	}
 	else
 	{
-		cursor_out = encode_cursor(false, 0, st->new_hw, &st->horizon, PG_INT64_MAX);
+		cursor_out = encode_cursor(false, 0, st->horizon.high_water, &st->horizon, PG_INT64_MAX);
 		has_more = st->horizon.nholes > 0;
 	}
 

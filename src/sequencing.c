@@ -533,6 +533,250 @@ kz_horizon_compute(int64 in_hw, const int64 *in_holes, int n_in_holes,
 	out->holes = holes.n > 0 ? holes.v : NULL;
 }
 
+/* ------------------------------------------------- page-bounded horizon */
+
+int64
+kz_seq_fenced_high_water(void)
+{
+	Oid			fence = kz_relid("seq_fence");
+	Oid			seqid = kz_relid("change_seq");
+	int64		L;
+
+	LockRelationOid(fence, ShareLock);
+	L = kz_read_high_water(seqid);
+	UnlockRelationOid(fence, ShareLock);
+	return L;
+}
+
+static void
+seqlist_sort_unique(KzSeqList *l)
+{
+	int			i,
+				j = 0;
+
+	if (l->n < 2)
+		return;
+	qsort(l->v, l->n, sizeof(int64), cmp_int64);
+	for (i = 0; i < l->n; i++)
+		if (j == 0 || l->v[j - 1] != l->v[i])
+			l->v[j++] = l->v[i];
+	l->n = j;
+}
+
+int
+kz_holes_recheck(const int64 *in_holes, int n_in_holes, int64 below,
+				 Snapshot snap, int64 **out)
+{
+	Oid			cl = kz_relid("changelog");
+	Oid			cl_idx = kz_relid("changelog_pkey");
+	Oid			tb = kz_relid("tombstones");
+	Oid			tb_idx = kz_relid("tombstones_pkey");
+	KzSeqList	holes = {NULL, 0, 0};
+	int64	   *sorted;
+	int			i;
+
+	*out = NULL;
+	if (n_in_holes <= 0)
+		return 0;
+	sorted = palloc(sizeof(int64) * n_in_holes);
+	memcpy(sorted, in_holes, sizeof(int64) * n_in_holes);
+	qsort(sorted, n_in_holes, sizeof(int64), cmp_int64);
+	for (i = 0; i < n_in_holes; i++)
+	{
+		int64		h = sorted[i];
+		int64		h_hi = h;
+		int64		ignored = 0;
+		int			before;
+
+		if (h < 1 || h >= below || (i > 0 && sorted[i - 1] == h))
+			continue;
+		before = holes.n;
+		kz_scan_range(cl, cl_idx, h, &h_hi, snap, INT_MAX, &holes, &ignored);
+		if (holes.n == before)
+			kz_scan_range(tb, tb_idx, h, &h_hi, snap, INT_MAX, &holes, &ignored);
+	}
+	pfree(sorted);
+	*out = holes.v;
+	return holes.n;
+}
+
+/*
+ * Highest seq in (floor, L] of one bookkeeping table whose entry is visible
+ * in snap, or floor: a backward scan of the seq index from L that stops at
+ * the first seq (all its tuple versions taken together, pending winning over
+ * visible, as kz_scan_range does) classified VISIBLE.  It reads only the
+ * pending and dead tuples above the answer, at most KZ_HORIZON_SCAN_BUDGET of
+ * them: past that it answers just below the lowest seq examined.
+ */
+static int64
+kz_scan_highest_visible(Oid heapid, Oid indexid, int64 floor, int64 L, Snapshot snap)
+{
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	ScanKeyData key[2];
+	int64		cur = 0;
+	KzEntryState cur_state = KZ_ENTRY_DEAD;
+	bool		have_cur = false;
+	int64		result = floor;
+	int			seen = 0;
+
+	if (L <= floor)
+		return floor;
+
+	heap = table_open(heapid, AccessShareLock);
+	index = index_open(indexid, AccessShareLock);
+	slot = table_slot_create(heap, NULL);
+
+	ScanKeyInit(&key[0], 1, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(floor));
+	ScanKeyInit(&key[1], 1, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(L));
+	scan = index_beginscan(heap, index, SnapshotAny, 2, 0);
+	index_rescan(scan, key, 2, NULL, 0);
+
+	for (;;)
+	{
+		bool		more = index_getnext_slot(scan, BackwardScanDirection, slot);
+		int64		s = 0;
+
+		if (more)
+		{
+			bool		isnull;
+
+			s = DatumGetInt64(slot_getattr(slot, 1, &isnull));
+		}
+		if (have_cur && (!more || s != cur))
+		{
+			if (cur_state == KZ_ENTRY_VISIBLE)
+			{
+				result = cur;
+				break;
+			}
+			cur_state = KZ_ENTRY_DEAD;
+			if (more && seen >= KZ_HORIZON_SCAN_BUDGET)
+			{
+				/*
+				 * Nothing in [cur, L] is visible, and more than the budget
+				 * lies above the answer (a huge transaction in flight): stop
+				 * here.  Any high-water <= L is correct for a page that read
+				 * every candidate up to L (its holes are listed below it);
+				 * the highest visible one only keeps the list short.
+				 */
+				result = Max(floor, cur - 1);
+				break;
+			}
+		}
+		if (!more)
+			break;
+		cur = s;
+		have_cur = true;
+		seen++;
+		if (cur_state != KZ_ENTRY_PENDING)
+		{
+			bool		should_free;
+			HeapTuple	tup = ExecFetchSlotHeapTuple(slot, false, &should_free);
+			KzEntryState st = kz_entry_state(HeapTupleHeaderGetXmin(tup->t_data), snap);
+
+			if (st > cur_state)
+				cur_state = st;
+			if (should_free)
+				heap_freetuple(tup);
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+	return result;
+}
+
+int64
+kz_highest_visible(int64 floor, int64 L, Snapshot snap)
+{
+	int64		a = kz_scan_highest_visible(kz_relid("changelog"), kz_relid("changelog_pkey"),
+											floor, L, snap);
+	int64		b = kz_scan_highest_visible(kz_relid("tombstones"), kz_relid("tombstones_pkey"),
+											floor, L, snap);
+
+	return Max(a, b);
+}
+
+/*
+ * Add to holes every pending seq in [lo, hi] among the entries of one
+ * (table, bucket value) pair, through an index on (table_name, bucket_value,
+ * seq), with SnapshotAny.  A seq any of whose tuple versions is pending is a
+ * hole (pending wins), so versions need no grouping here.
+ */
+static void
+kz_scan_bucket(Relation heap, Relation index, TupleTableSlot *slot,
+			   const KzBucketPair *pair, int64 lo, int64 hi, Snapshot snap,
+			   KzSeqList *holes)
+{
+	IndexScanDesc scan;
+	ScanKeyData key[4];
+
+	ScanKeyEntryInitialize(&key[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   index->rd_indcollation[0], F_TEXTEQ,
+						   CStringGetTextDatum(pair->table_name));
+	ScanKeyEntryInitialize(&key[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
+						   index->rd_indcollation[1], F_TEXTEQ,
+						   CStringGetTextDatum(pair->bucket_value));
+	ScanKeyInit(&key[2], 3, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(lo));
+	ScanKeyInit(&key[3], 3, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(hi));
+	scan = index_beginscan(heap, index, SnapshotAny, 4, 0);
+	index_rescan(scan, key, 4, NULL, 0);
+
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		should_free;
+		bool		isnull;
+		HeapTuple	tup = ExecFetchSlotHeapTuple(slot, false, &should_free);
+
+		if (kz_entry_state(HeapTupleHeaderGetXmin(tup->t_data), snap) == KZ_ENTRY_PENDING)
+			seqlist_add(holes, DatumGetInt64(slot_getattr(slot, 1, &isnull)));
+		if (should_free)
+			heap_freetuple(tup);
+		CHECK_FOR_INTERRUPTS();
+	}
+	index_endscan(scan);
+}
+
+int
+kz_bucket_holes(const KzBucketPair *pairs, int npairs, int64 lo, int64 hi,
+				Snapshot snap, int64 **out)
+{
+	static const char *const rels[2][2] = {
+		{"changelog", "changelog_bucket_idx"},
+		{"tombstones", "tombstones_bucket_idx"}
+	};
+	KzSeqList	holes = {NULL, 0, 0};
+	int			r,
+				i;
+
+	*out = NULL;
+	if (lo < 1)
+		lo = 1;
+	if (npairs <= 0 || lo > hi)
+		return 0;
+	for (r = 0; r < 2; r++)
+	{
+		Relation	heap = table_open(kz_relid(rels[r][0]), AccessShareLock);
+		Relation	index = index_open(kz_relid(rels[r][1]), AccessShareLock);
+		TupleTableSlot *slot = table_slot_create(heap, NULL);
+
+		for (i = 0; i < npairs; i++)
+			kz_scan_bucket(heap, index, slot, &pairs[i], lo, hi, snap, &holes);
+		ExecDropSingleTupleTableSlot(slot);
+		index_close(index, AccessShareLock);
+		table_close(heap, AccessShareLock);
+	}
+	seqlist_sort_unique(&holes);
+	*out = holes.v;
+	return holes.n;
+}
+
 /*
  * kizunasync._horizon(cursor text, max_holes integer DEFAULT 100) RETURNS text
  *

@@ -54,6 +54,39 @@ typedef struct KzHorizon
 extern void kz_horizon_compute(int64 in_hw, const int64 *in_holes, int n_in_holes,
 							   Snapshot snap, int max_holes, KzHorizon *out);
 
+/*
+ * The page-bounded horizon of a pull (decisions/0010, "Pull, page-bounded").
+ * kz_horizon_compute above classifies every entry of (in_hw, L] of every
+ * table; a pull instead uses these pieces, so its cost follows the page and
+ * the requested buckets:
+ *
+ * kz_seq_fenced_high_water: L, the sequence's high-water read under the
+ *	 fence (every seq <= L has its entry tuple in the heap and the indexes).
+ * kz_holes_recheck: of the incoming holes (any order, duplicates allowed),
+ *	 those still pending in snap; ascending, distinct, palloc'd; returns the
+ *	 count.  Holes < 1 or >= below are ignored.
+ * kz_highest_visible: max(floor, highest seq in (floor, L] with an entry
+ *	 visible in snap), found by scanning the seq indexes backwards from L;
+ *	 when more than 100 000 non-visible tuples lie above it, a lower bound
+ *	 (just below the lowest seq examined) instead.
+ * kz_bucket_holes: the pending seqs in [lo, hi] among the entries (changelog
+ *	 and tombstones) of the given (table, bucket value) pairs, found through
+ *	 the (table_name, bucket_value, seq) indexes; ascending, distinct,
+ *	 palloc'd; returns the count.
+ */
+typedef struct KzBucketPair
+{
+	const char *table_name;
+	const char *bucket_value;	/* '' for an unbucketed table */
+} KzBucketPair;
+
+extern int64 kz_seq_fenced_high_water(void);
+extern int	kz_holes_recheck(const int64 *in_holes, int n_in_holes, int64 below,
+							 Snapshot snap, int64 **out);
+extern int64 kz_highest_visible(int64 floor, int64 L, Snapshot snap);
+extern int	kz_bucket_holes(const KzBucketPair *pairs, int npairs, int64 lo, int64 hi,
+							Snapshot snap, int64 **out);
+
 /* ---------------------------------------------------------------- push side */
 
 /*
