@@ -51,6 +51,7 @@
 #include "cursor.h"
 #include "identity.h"
 #include "jsonb_writer.h"
+#include "jsonbutil.h"
 #include "request_pull.h"
 #include "rowkey.h"
 #include "sequencing.h"
@@ -211,30 +212,6 @@ cmp_candidate(const void *a, const void *b)
 	return strcmp(x->pk, y->pk);
 }
 
-/* Text of a jsonb scalar as ->> renders it; NULL for JSON null. */
-static char *
-jsonb_value_text(JsonbValue *v)
-{
-	switch (v->type)
-	{
-		case jbvNull:
-			return NULL;
-		case jbvString:
-			return pnstrdup(v->val.string.val, v->val.string.len);
-		case jbvNumeric:
-			return DatumGetCString(DirectFunctionCall1(numeric_out,
-													   NumericGetDatum(v->val.numeric)));
-		case jbvBool:
-			return pstrdup(v->val.boolean ? "true" : "false");
-		default:
-			{
-				Jsonb	   *j = JsonbValueToJsonb(v);
-
-				return JsonbToCString(NULL, &j->root, VARSIZE(j));
-			}
-	}
-}
-
 /* ->> of a top-level key of an object; *found tells absent keys apart. */
 static char *
 jsonb_key_text(Jsonb *obj, const char *key, bool *found)
@@ -247,7 +224,7 @@ jsonb_key_text(Jsonb *obj, const char *key, bool *found)
 	k.val.string.len = strlen(key);
 	v = findJsonbValueFromContainer(&obj->root, JB_FOBJECT, &k);
 	*found = (v != NULL);
-	return v ? jsonb_value_text(v) : NULL;
+	return v ? kz_jsonb_text(v) : NULL;
 }
 
 static Jsonb *
@@ -266,7 +243,7 @@ jsonb_scalar_text(Jsonb *j)
 	JsonbValue	v;
 
 	if (JB_ROOT_IS_SCALAR(j) && JsonbExtractScalar(&j->root, &v))
-		return jsonb_value_text(&v);
+		return kz_jsonb_text(&v);
 	return JsonbToCString(NULL, &j->root, VARSIZE(j));
 }
 
@@ -497,17 +474,6 @@ cast_param(PullTable *t, AttrNumber attnum, const KzPullParam *p, int idx)
 /* ------------------------------------------------------------- envelopes */
 
 static void
-push_key(JsonbParseState **ps, const char *key)
-{
-	JsonbValue	k;
-
-	k.type = jbvString;
-	k.val.string.val = (char *) key;
-	k.val.string.len = strlen(key);
-	pushJsonbValue(ps, WJB_KEY, &k);
-}
-
-static void
 push_string(JsonbParseState **ps, JsonbIteratorToken tok, const char *s, int len)
 {
 	JsonbValue	v;
@@ -521,7 +487,7 @@ push_string(JsonbParseState **ps, JsonbIteratorToken tok, const char *s, int len
 static void
 push_kv_string(JsonbParseState **ps, const char *key, const char *s)
 {
-	push_key(ps, key);
+	kz_jsonb_push_key(ps, key);
 	push_string(ps, WJB_VALUE, s, strlen(s));
 }
 
@@ -530,7 +496,7 @@ push_kv_bool(JsonbParseState **ps, const char *key, bool b)
 {
 	JsonbValue	v;
 
-	push_key(ps, key);
+	kz_jsonb_push_key(ps, key);
 	v.type = jbvBool;
 	v.val.boolean = b;
 	pushJsonbValue(ps, WJB_VALUE, &v);
@@ -541,7 +507,7 @@ push_kv_jsonb(JsonbParseState **ps, const char *key, Jsonb *j)
 {
 	JsonbValue	v;
 
-	push_key(ps, key);
+	kz_jsonb_push_key(ps, key);
 	if (JB_ROOT_IS_SCALAR(j))
 	{
 		JsonbExtractScalar(&j->root, &v);
@@ -559,7 +525,7 @@ push_kv_jsonb(JsonbParseState **ps, const char *key, Jsonb *j)
 static void
 push_empty_array(JsonbParseState **ps, const char *key)
 {
-	push_key(ps, key);
+	kz_jsonb_push_key(ps, key);
 	pushJsonbValue(ps, WJB_BEGIN_ARRAY, NULL);
 	pushJsonbValue(ps, WJB_END_ARRAY, NULL);
 }
@@ -573,9 +539,9 @@ make_signal_page(const char *type, text *cursor)
 
 	pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
 	push_empty_array(&ps, "rows");
-	push_key(&ps, "cursor");
+	kz_jsonb_push_key(&ps, "cursor");
 	push_string(&ps, WJB_VALUE, VARDATA_ANY(cursor), VARSIZE_ANY_EXHDR(cursor));
-	push_key(&ps, "signal");
+	kz_jsonb_push_key(&ps, "signal");
 	pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
 	push_kv_string(&ps, "type", type);
 	pushJsonbValue(&ps, WJB_END_OBJECT, NULL);

@@ -35,6 +35,7 @@
 
 #include "identity.h"
 #include "kizunasync.h"
+#include "jsonbutil.h"
 #include "push_internal.h"
 #include "rowkey.h"
 #include "sequencing.h"
@@ -223,17 +224,6 @@ kz_push_table(const char *name)
 /* ------------------------------------------------------------ verdicts */
 
 static void
-push_key(JsonbParseState **st, const char *key)
-{
-	JsonbValue	k;
-
-	k.type = jbvString;
-	k.val.string.val = (char *) key;
-	k.val.string.len = strlen(key);
-	pushJsonbValue(st, WJB_KEY, &k);
-}
-
-static void
 push_string(JsonbParseState **st, JsonbIteratorToken tok, const char *s)
 {
 	JsonbValue	v;
@@ -268,19 +258,19 @@ kz_verdict_jsonb(const KzVerdict *v)
 	JsonbValue *res;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	push_key(&st, "mutation_id");
+	kz_jsonb_push_key(&st, "mutation_id");
 	push_string(&st, WJB_VALUE, v->mutation_id);
 	if (!v->applied)
 	{
-		push_key(&st, "reason");
+		kz_jsonb_push_key(&st, "reason");
 		push_string(&st, WJB_VALUE, v->reason);
 	}
 	if (v->has_server_row || !v->applied)
 	{
-		push_key(&st, "server_row");
+		kz_jsonb_push_key(&st, "server_row");
 		push_jsonb(&st, WJB_VALUE, v->server_row);
 	}
-	push_key(&st, "verdict");
+	kz_jsonb_push_key(&st, "verdict");
 	push_string(&st, WJB_VALUE, v->applied ? "applied" : "rejected");
 	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 	return JsonbValueToJsonb(res);
@@ -294,7 +284,7 @@ verdicts_response(KzVerdict *vs, int n)
 	int			i;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	push_key(&st, "verdicts");
+	kz_jsonb_push_key(&st, "verdicts");
 	pushJsonbValue(&st, WJB_BEGIN_ARRAY, NULL);
 	for (i = 0; i < n; i++)
 		push_jsonb(&st, WJB_ELEM, kz_verdict_jsonb(&vs[i]));
@@ -310,15 +300,15 @@ abort_response(const KzVerdict *v)
 	JsonbValue *res;
 
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	push_key(&st, "batch");
+	kz_jsonb_push_key(&st, "batch");
 	pushJsonbValue(&st, WJB_BEGIN_OBJECT, NULL);
-	push_key(&st, "offender_mutation_id");
+	kz_jsonb_push_key(&st, "offender_mutation_id");
 	push_string(&st, WJB_VALUE, v->mutation_id);
-	push_key(&st, "outcome");
+	kz_jsonb_push_key(&st, "outcome");
 	push_string(&st, WJB_VALUE, "aborted");
-	push_key(&st, "reason");
+	kz_jsonb_push_key(&st, "reason");
 	push_string(&st, WJB_VALUE, v->reason);
-	push_key(&st, "server_row");
+	kz_jsonb_push_key(&st, "server_row");
 	push_jsonb(&st, WJB_VALUE, v->server_row);
 	pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);

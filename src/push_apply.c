@@ -29,6 +29,7 @@
 #include "hlc.h"
 #include "identity.h"
 #include "kizunasync.h"
+#include "jsonbutil.h"
 #include "push_internal.h"
 #include "sequencing.h"
 
@@ -69,18 +70,11 @@ kz_jsonb_get(Jsonb *obj, const char *key)
 char *
 kz_jsonb_scalar_text(JsonbValue *v)
 {
-	switch (v->type)
-	{
-		case jbvString:
-			return pnstrdup(v->val.string.val, v->val.string.len);
-		case jbvNumeric:
-			return DatumGetCString(DirectFunctionCall1(numeric_out,
-													   NumericGetDatum(v->val.numeric)));
-		case jbvBool:
-			return pstrdup(v->val.boolean ? "true" : "false");
-		default:
-			return NULL;
-	}
+	/* scalars only: JSON null and containers have no scalar text */
+	if (v->type == jbvNull || v->type == jbvArray || v->type == jbvObject ||
+		v->type == jbvBinary)
+		return NULL;
+	return kz_jsonb_text(v);
 }
 
 /* The scalar of a one-scalar jsonb (as kz_jsonb_get returns for scalars). */
