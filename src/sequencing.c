@@ -274,6 +274,19 @@ kz_entry_state(TransactionId xmin, Snapshot snap)
 	return TransactionIdDidCommit(xmin) ? KZ_ENTRY_VISIBLE : KZ_ENTRY_DEAD;
 }
 
+/* kz_entry_state of the entry tuple in slot (its inserting xid). */
+static KzEntryState
+slot_entry_state(TupleTableSlot *slot, Snapshot snap)
+{
+	bool		should_free;
+	HeapTuple	tup = ExecFetchSlotHeapTuple(slot, false, &should_free);
+	KzEntryState st = kz_entry_state(HeapTupleHeaderGetXmin(tup->t_data), snap);
+
+	if (should_free)
+		heap_freetuple(tup);
+	return st;
+}
+
 typedef struct KzSeqList
 {
 	int64	   *v;
@@ -359,15 +372,11 @@ kz_scan_range(Oid heapid, Oid indexid, int64 lo, int64 *hi, Snapshot snap,
 		seen++;
 		if (cur_state != KZ_ENTRY_PENDING)
 		{
-			bool		should_free;
-			HeapTuple	tup = ExecFetchSlotHeapTuple(slot, false, &should_free);
-			KzEntryState st = kz_entry_state(HeapTupleHeaderGetXmin(tup->t_data), snap);
+			KzEntryState st = slot_entry_state(slot, snap);
 
 			/* several versions of one seq: pending wins, then visible */
 			if (st > cur_state)
 				cur_state = st;
-			if (should_free)
-				heap_freetuple(tup);
 		}
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -673,14 +682,10 @@ kz_scan_highest_visible(Oid heapid, Oid indexid, int64 floor, int64 L, Snapshot 
 		seen++;
 		if (cur_state != KZ_ENTRY_PENDING)
 		{
-			bool		should_free;
-			HeapTuple	tup = ExecFetchSlotHeapTuple(slot, false, &should_free);
-			KzEntryState st = kz_entry_state(HeapTupleHeaderGetXmin(tup->t_data), snap);
+			KzEntryState st = slot_entry_state(slot, snap);
 
 			if (st > cur_state)
 				cur_state = st;
-			if (should_free)
-				heap_freetuple(tup);
 		}
 		CHECK_FOR_INTERRUPTS();
 	}
@@ -730,14 +735,10 @@ kz_scan_bucket(Relation heap, Relation index, TupleTableSlot *slot,
 
 	while (index_getnext_slot(scan, ForwardScanDirection, slot))
 	{
-		bool		should_free;
 		bool		isnull;
-		HeapTuple	tup = ExecFetchSlotHeapTuple(slot, false, &should_free);
 
-		if (kz_entry_state(HeapTupleHeaderGetXmin(tup->t_data), snap) == KZ_ENTRY_PENDING)
+		if (slot_entry_state(slot, snap) == KZ_ENTRY_PENDING)
 			seqlist_add(holes, DatumGetInt64(slot_getattr(slot, 1, &isnull)));
-		if (should_free)
-			heap_freetuple(tup);
 		CHECK_FOR_INTERRUPTS();
 	}
 	index_endscan(scan);
