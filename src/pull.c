@@ -33,11 +33,9 @@
 #include "nodes/makefuncs.h"
 #include "utils/acl.h"
 #include "utils/array.h"
-#include "common/hashfn.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
 #include "utils/fmgroids.h"
-#include "utils/hsearch.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -52,6 +50,7 @@
 #include "identity.h"
 #include "jsonb_writer.h"
 #include "jsonbutil.h"
+#include "plancache.h"
 #include "request_pull.h"
 #include "rowkey.h"
 #include "sequencing.h"
@@ -726,75 +725,14 @@ deliverable(PullState *st, Candidate *c)
 /* ------------------------------------------------------ candidate stream */
 
 /*
- * Prepared plans are kept for the life of the backend, keyed by the SQL text
- * and the role that prepares them (render plans are prepared as the caller;
- * the plan cache itself replans on catalog, policy or role changes).  Every
- * statement text is built from catalog names only, so the set is bounded by
- * (tables x projections x roles).
+ * Execute a statement through the backend-lifetime plan cache (plancache.c).
+ * Statement texts are built from catalog names only.
  */
-typedef struct PlanKey
-{
-	Oid			role;
-	uint32		hash;
-} PlanKey;
-
-typedef struct PlanEntry
-{
-	PlanKey		key;
-	char	   *sql;
-	SPIPlanPtr	plan;
-} PlanEntry;
-
-static HTAB *plan_cache = NULL;
-
-static SPIPlanPtr
-prepare(const char *sql, int nargs, Oid *argtypes)
-{
-	PlanKey		key;
-	PlanEntry  *e;
-	bool		found;
-	SPIPlanPtr	plan;
-
-	if (plan_cache == NULL)
-	{
-		HASHCTL		ctl;
-
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(PlanKey);
-		ctl.entrysize = sizeof(PlanEntry);
-		plan_cache = hash_create("kizunasync pull plans", 64, &ctl, HASH_ELEM | HASH_BLOBS);
-	}
-	memset(&key, 0, sizeof(key));
-	key.role = GetUserId();
-	key.hash = hash_bytes((const unsigned char *) sql, strlen(sql));
-	e = hash_search(plan_cache, &key, HASH_ENTER, &found);
-	if (found && e->plan != NULL && strcmp(e->sql, sql) == 0)
-		return e->plan;
-	if (found && e->plan != NULL)
-	{
-		/* a hash collision: the newer statement takes the slot */
-		SPI_freeplan(e->plan);
-		pfree(e->sql);
-	}
-	e->plan = NULL;
-	e->sql = NULL;
-
-	plan = SPI_prepare(sql, nargs, argtypes);
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql, SPI_result_code_string(SPI_result));
-	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "SPI_keepplan failed");
-	e->sql = MemoryContextStrdup(TopMemoryContext, sql);
-	e->plan = plan;
-	return plan;
-}
-
-/* Execute a statement through the backend-lifetime plan cache. */
 static int
 exec_prepared(const char *sql, int nargs, Oid *argtypes, Datum *values,
 			  bool read_only, long count)
 {
-	return SPI_execute_plan(prepare(sql, nargs, argtypes), values, NULL, read_only, count);
+	return SPI_execute_plan(kz_plan_cached(sql, nargs, argtypes), values, NULL, read_only, count);
 }
 
 static bool
@@ -879,28 +817,28 @@ prepare_stream_plans(PullState *st)
 	Oid			hol[5] = {TEXTOID, TEXTOID, INT8ARRAYOID, TEXTOID, JSONBOID};
 
 	st->plan_cl_window =
-		prepare("SELECT seq, pk, NULL::timestamptz FROM kizunasync.changelog"
+		kz_plan_cached("SELECT seq, pk, NULL::timestamptz FROM kizunasync.changelog"
 				" WHERE table_name = $1 AND bucket_value = $2 AND seq > $3 AND seq <= $4"
 				" ORDER BY seq LIMIT $5", 5, win);
 	st->plan_tb_window =
-		prepare("SELECT seq, pk, deleted_at FROM kizunasync.tombstones"
+		kz_plan_cached("SELECT seq, pk, deleted_at FROM kizunasync.tombstones"
 				" WHERE table_name = $1 AND bucket_value = $2 AND seq > $3 AND seq <= $4"
 				" ORDER BY seq LIMIT $5", 5, win);
 	st->plan_tb_window_snap =
-		prepare("SELECT seq, pk, deleted_at FROM kizunasync.tombstones"
+		kz_plan_cached("SELECT seq, pk, deleted_at FROM kizunasync.tombstones"
 				" WHERE table_name = $1 AND bucket_value = $2 AND seq > $3 AND seq <= $4"
 				" AND (bucket_snapshot OPERATOR(pg_catalog.->) $6) OPERATOR(pg_catalog.=) $7"
 				" ORDER BY seq LIMIT $5", 7, win);
 	st->plan_cl_holes =
-		prepare("SELECT seq, pk, NULL::timestamptz FROM kizunasync.changelog"
+		kz_plan_cached("SELECT seq, pk, NULL::timestamptz FROM kizunasync.changelog"
 				" WHERE table_name = $1 AND bucket_value = $2"
 				" AND seq OPERATOR(pg_catalog.=) ANY ($3) ORDER BY seq", 3, hol);
 	st->plan_tb_holes =
-		prepare("SELECT seq, pk, deleted_at FROM kizunasync.tombstones"
+		kz_plan_cached("SELECT seq, pk, deleted_at FROM kizunasync.tombstones"
 				" WHERE table_name = $1 AND bucket_value = $2"
 				" AND seq OPERATOR(pg_catalog.=) ANY ($3) ORDER BY seq", 3, hol);
 	st->plan_tb_holes_snap =
-		prepare("SELECT seq, pk, deleted_at FROM kizunasync.tombstones"
+		kz_plan_cached("SELECT seq, pk, deleted_at FROM kizunasync.tombstones"
 				" WHERE table_name = $1 AND bucket_value = $2"
 				" AND seq OPERATOR(pg_catalog.=) ANY ($3)"
 				" AND (bucket_snapshot OPERATOR(pg_catalog.->) $4) OPERATOR(pg_catalog.=) $5"
@@ -1114,7 +1052,7 @@ prepare_render(PullTable *t)
 			appendStringInfo(&sql, "%st.%s", i ? ", " : "", quote_identifier(t->colnames[i]));
 		appendStringInfo(&sql, " FROM %s t WHERE t.%s OPERATOR(pg_catalog.=) ANY ($1) OFFSET 0) r",
 						 t->qualname, quote_identifier(c->key_columns[0]));
-		t->render_plan = prepare(sql.data, 1, t->render_argtypes);
+		t->render_plan = kz_plan_cached(sql.data, 1, t->render_argtypes);
 		return;
 	}
 
@@ -1132,7 +1070,7 @@ prepare_render(PullTable *t)
 		appendStringInfo(&sql, "%st.%s OPERATOR(pg_catalog.=) u.a%d",
 						 i ? " AND " : "", quote_identifier(c->key_columns[i]), i + 1);
 	appendStringInfoString(&sql, " OFFSET 0) r");
-	t->render_plan = prepare(sql.data, c->nkeys, t->render_argtypes);
+	t->render_plan = kz_plan_cached(sql.data, c->nkeys, t->render_argtypes);
 }
 
 typedef struct PkPos

@@ -23,9 +23,7 @@
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
 #include "utils/acl.h"
-#include "common/hashfn.h"
 #include "utils/builtins.h"
-#include "utils/hsearch.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -36,6 +34,7 @@
 #include "identity.h"
 #include "kizunasync.h"
 #include "jsonbutil.h"
+#include "plancache.h"
 #include "push_internal.h"
 #include "rowkey.h"
 #include "sequencing.h"
@@ -55,71 +54,17 @@ static TableCacheEntry *table_cache = NULL;
 
 /* ------------------------------------------------------------ SPI helpers */
 
-/*
- * Plans of push's statements, kept for the life of the backend and keyed by
- * the statement text (which names the table and columns, so the parameter
- * types follow from it).  The plan cache revalidates them after DDL and
- * replans when the role or row security changes.  Bounded: past
- * PLAN_CACHE_MAX statements run unprepared.
- */
-#define PLAN_CACHE_MAX 2000
-
-typedef struct PlanEntry
-{
-	uint64		key;			/* hash of the text */
-	char	   *sql;			/* in TopMemoryContext */
-	SPIPlanPtr	plan;
-} PlanEntry;
-
-static HTAB *plan_cache = NULL;
-
-static SPIPlanPtr
-cached_plan(const char *sql, int nargs, Oid *types)
-{
-	uint64		key = hash_bytes_extended((const unsigned char *) sql, strlen(sql), 0);
-	PlanEntry  *e;
-	bool		found;
-	SPIPlanPtr	plan;
-
-	if (plan_cache == NULL)
-	{
-		HASHCTL		ctl;
-
-		memset(&ctl, 0, sizeof(ctl));
-		ctl.keysize = sizeof(uint64);
-		ctl.entrysize = sizeof(PlanEntry);
-		plan_cache = hash_create("kizunasync push plans", 64, &ctl, HASH_ELEM | HASH_BLOBS);
-	}
-	e = hash_search(plan_cache, &key, HASH_FIND, NULL);
-	if (e != NULL)
-		return strcmp(e->sql, sql) == 0 ? e->plan : NULL;
-	if (hash_get_num_entries(plan_cache) >= PLAN_CACHE_MAX)
-		return NULL;
-	plan = SPI_prepare(sql, nargs, types);
-	if (plan == NULL)
-		elog(ERROR, "kizunasync.push(): SPI_prepare failed (%s) on: %s",
-			 SPI_result_code_string(SPI_result), sql);
-	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "kizunasync.push(): SPI_keepplan failed");
-	e = hash_search(plan_cache, &key, HASH_ENTER, &found);
-	e->sql = MemoryContextStrdup(TopMemoryContext, sql);
-	e->plan = plan;
-	return plan;
-}
-
+/* Run a statement through the backend-lifetime plan cache (plancache.c). */
 static int
 spi_run(const char *sql, int nargs, Oid *types, Datum *values, const char *nulls,
 		bool read_only, long count)
 {
-	SPIPlanPtr	plan = cached_plan(sql, nargs, types);
+	SPIPlanPtr	plan = kz_plan_cached(sql, nargs, types);
 	int			rc;
 
 	/* never read-only: every statement must see the writes made before it */
 	(void) read_only;
-	if (plan != NULL)
-		rc = SPI_execute_plan(plan, values, nulls, false, count);
-	else
-		rc = SPI_execute_with_args(sql, nargs, types, values, nulls, false, count);
+	rc = SPI_execute_plan(plan, values, nulls, false, count);
 	if (rc < 0)
 		elog(ERROR, "kizunasync.push(): SPI failed (%s) on: %s", SPI_result_code_string(rc), sql);
 	return rc;
