@@ -3,9 +3,13 @@ EXTENSION   = kizunasync
 MODULE_big  = kizunasync
 OBJS        = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 
-# The install script is assembled from ordered parts under sql/src/.
-DATA_built  = sql/kizunasync--0.1.0.sql
-DATA        = $(filter-out $(DATA_built),$(wildcard sql/kizunasync--*--*.sql))
+# The current version's install script is assembled from ordered parts
+# under sql/src/.  Released install scripts (sql/kizunasync--X.Y.Z.sql) are
+# frozen as shipped and committed; each release adds one upgrade script
+# sql/kizunasync--OLD--NEW.sql (see decisions/0080-releases.md).
+KZ_VERSION  = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/kizunasync.control)
+DATA_built  = sql/kizunasync--$(KZ_VERSION).sql
+DATA        = $(filter-out $(DATA_built),$(wildcard sql/kizunasync--*.sql))
 
 PG_CPPFLAGS = -I$(srcdir)/src $(shell pkg-config --cflags jansson 2>/dev/null)
 PG_CFLAGS   = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
@@ -20,13 +24,13 @@ ISOLATION_OPTS = --inputdir=test --outputdir=$(KZ_OUTDIR)/isolation
 
 KZ_OUTDIR ?= $(CURDIR)/test/out
 
-EXTRA_CLEAN = sql/kizunasync--0.1.0.sql test/out
+EXTRA_CLEAN = $(DATA_built) test/out
 
 PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-sql/kizunasync--0.1.0.sql: $(sort $(wildcard sql/src/*.sql))
+$(DATA_built): $(sort $(wildcard sql/src/*.sql))
 	cat $^ > $@
 
 # pg_regress refuses to create its output directories as root-owned when the

@@ -1,4 +1,4 @@
--- kizunasync 0.1.0 install script.  Assembled from sql/src/*.sql by make.
+-- kizunasync install script.  Assembled from sql/src/*.sql by make.
 \echo Use "CREATE EXTENSION kizunasync" to load this file. \quit
 
 -- The extension serves clients through the Supabase Data API, which switches
