@@ -19,7 +19,16 @@ export KZ_CORPUS=${KZ_CORPUS:-$ROOT/../shared/corpus}
 export KZ_PORT=${KZ_PORT:-55432}
 export KZ_RUNDIR=${KZ_RUNDIR:-/tmp/kizunasync-$KZ_PORT}
 export PG_CONFIG=${PG_CONFIG:-/usr/lib/postgresql/15/bin/pg_config}
-LANES=${KZ_LANES:-regress pgtap vectors replay stress fuzz crash}
+# Lanes beyond the built-in ones live in test/lanes/NAME.sh: each defines
+# lane_NAME and appends NAME to KZ_EXTRA_LANES when it is sourced.
+KZ_EXTRA_LANES=""
+shopt -s nullglob
+for f in "$ROOT"/test/lanes/*.sh; do
+	# shellcheck disable=SC1090
+	. "$f"
+done
+shopt -u nullglob
+LANES=${KZ_LANES:-regress pgtap vectors replay stress fuzz crash$KZ_EXTRA_LANES}
 
 [ "${KZ_SKIP_DEPS:-0}" = 1 ] || bash scripts/deps.sh
 export PATH=$("$PG_CONFIG" --bindir):$PATH
