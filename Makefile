@@ -40,3 +40,9 @@ installcheck: kz-outdirs
 kz-outdirs:
 	mkdir -p $(KZ_OUTDIR)/regress $(KZ_OUTDIR)/isolation
 	chmod 777 $(KZ_OUTDIR) $(KZ_OUTDIR)/regress $(KZ_OUTDIR)/isolation
+
+# The test-only extension (test/ext): installed by the test harness only.
+.PHONY: install-test
+install-test:
+	$(INSTALL_DATA) $(srcdir)/test/ext/kizunasync_test.control '$(DESTDIR)$(datadir)/extension/'
+	$(INSTALL_DATA) $(srcdir)/test/ext/kizunasync_test--1.0.sql '$(DESTDIR)$(datadir)/extension/'

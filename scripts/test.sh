@@ -36,6 +36,8 @@ export PATH=$("$PG_CONFIG" --bindir):$PATH
 echo "== build"
 make -s PG_CONFIG="$PG_CONFIG" >/dev/null
 make -s PG_CONFIG="$PG_CONFIG" install >/dev/null
+# the test-only extension kizunasync_test (test/ext), for test databases only
+make -s PG_CONFIG="$PG_CONFIG" install-test >/dev/null
 
 bash scripts/cluster.sh start
 eval "$(bash scripts/cluster.sh env)"
@@ -96,7 +98,8 @@ fresh_db() {
 	dropdb --if-exists "$db"
 	createdb "$db"
 	psql -X -q -v ON_ERROR_STOP=1 -d "$db" -f test/setup/standins.sql >/dev/null
-	psql -X -q -v ON_ERROR_STOP=1 -d "$db" -c 'CREATE EXTENSION pgtap; CREATE EXTENSION kizunasync;' >/dev/null
+	# a new install numbers from the clock; the tests number from 1
+	psql -X -q -v ON_ERROR_STOP=1 -d "$db" -c 'CREATE EXTENSION pgtap; CREATE EXTENSION kizunasync; CREATE EXTENSION kizunasync_test; SELECT kizunasync_test.set_numbering(0);' >/dev/null
 }
 
 lane_pgtap() {

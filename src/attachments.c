@@ -3,33 +3,37 @@
  * attachments.c
  *	  attachment_confirm / attachment_metadata / attachment_vacuum: integrity
  *	  metadata (sha256, size, media type) for Supabase Storage objects whose
- *	  key is <owner uuid>/<row key>/<file name>.
+ *	  key is <owner>/<row key>/<file name>, the owner being the uploader's
+ *	  JWT "sub".
  *
- *	  The functions are SECURITY DEFINER because kizunasync.attachments is
- *	  private; every authorization question is answered under the caller's
- *	  own policies: the object must be readable by the caller in
- *	  storage.objects, and the owning row (when a synced table is named) must
- *	  be readable by the caller.  Without Supabase Storage the functions
- *	  raise a clear error instead of failing obscurely.
+ *	  kizunasync.attachments is private; every authorization question is
+ *	  answered as the caller, under its own policies: the object must be
+ *	  readable by the caller in storage.objects, and the owning row (when a
+ *	  synced table is named) must be readable by the caller.  Storage is
+ *	  used only where schema storage is owned by a superuser (Supabase
+ *	  installs it so); elsewhere the functions raise a clear error.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "funcapi.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
-#include "utils/uuid.h"
 
-#include "identity.h"
 #include "kizunasync.h"
+#include "identity.h"
+#include "render.h"
 #include "rowkey.h"
-#include "tableconf.h"
+#include "spi.h"
+#include "tabledesc.h"
 
 PG_FUNCTION_INFO_V1(kz_attachment_confirm);
 PG_FUNCTION_INFO_V1(kz_attachment_metadata);
@@ -42,81 +46,59 @@ PG_FUNCTION_INFO_V1(kz_attachment_vacuum);
 /* A parsed object key: <owner>/<row key>/<rest> */
 typedef struct ObjectKey
 {
-	bool		has_owner;
-	pg_uuid_t	owner;
-	char	   *row_key;		/* second segment, NULL when absent */
+	char	   *owner;			/* first folder: the uploader's JWT sub */
+	char	   *row_key;		/* second folder, NULL when absent */
 } ObjectKey;
 
-static void
-require_storage(const char *fname)
+/* storage.objects, when Supabase Storage is installed; else an error. */
+static Oid
+attach_storage_objects(const char *fname)
 {
-	if (!OidIsValid(get_namespace_oid("storage", true)) ||
-		!OidIsValid(get_relname_relid("objects", get_namespace_oid("storage", true))))
+	Oid			nsp = get_namespace_oid("storage", true);
+	Oid			relid = OidIsValid(nsp) ? get_relname_relid("objects", nsp) : InvalidOid;
+
+	if (!OidIsValid(relid) || !superuser_arg(kz_namespace_owner("storage")) ||
+		get_rel_relkind(relid) != RELKIND_RELATION)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("kizunasync.%s(): Supabase Storage is not installed in this database", fname),
-				 errdetail("The table storage.objects does not exist."),
+				 errmsg("%s needs Supabase Storage, which is not installed in this database", fname),
+				 errdetail("There is no table storage.objects in a schema owned by a superuser."),
 				 errhint("Attachments keep metadata about Storage objects; enable Supabase Storage first.")));
+	return relid;
 }
 
 static char *
-required_text(FunctionCallInfo fcinfo, int argno, const char *fname, const char *argname,
-			  int maxlen)
+attach_required_text(FunctionCallInfo fcinfo, int argno, const char *fname, const char *argname,
+					 int maxlen)
 {
 	char	   *s;
 
 	if (PG_ARGISNULL(argno))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("kizunasync.%s(): %s must not be null", fname, argname)));
+				 errmsg("%s of %s must not be null", argname, fname)));
 	s = text_to_cstring(PG_GETARG_TEXT_PP(argno));
 	if (s[0] == '\0' || (int) strlen(s) > maxlen)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("kizunasync.%s(): %s must be 1 to %d bytes long", fname, argname, maxlen)));
+				 errmsg("%s of %s must be 1 to %d bytes long", argname, fname, maxlen)));
 	return s;
 }
 
-/* Canonical lowercase or uppercase hyphenated uuid text (36 characters). */
-static bool
-looks_like_uuid(const char *s, size_t len)
-{
-	size_t		i;
-
-	if (len != 36)
-		return false;
-	for (i = 0; i < len; i++)
-	{
-		if (i == 8 || i == 13 || i == 18 || i == 23)
-		{
-			if (s[i] != '-')
-				return false;
-		}
-		else if (!isxdigit((unsigned char) s[i]))
-			return false;
-	}
-	return true;
-}
-
 /*
- * Split an object path <owner uuid>/<row key>/<name>.  Returns false when
- * the path has no folder or its first folder is not a uuid.
+ * Split an object path <owner>/<row key>/<name>.  Returns false when the
+ * path has no folder.
  */
 static bool
-parse_object_key(const char *path, ObjectKey *key)
+attach_parse_key(const char *path, ObjectKey *key)
 {
 	const char *slash1 = strchr(path, '/');
 	const char *slash2;
-	char	   *owner_text;
-	pg_uuid_t  *u;
 
 	memset(key, 0, sizeof(*key));
-	if (slash1 == NULL || !looks_like_uuid(path, slash1 - path))
+	if (slash1 == NULL || slash1 == path)
 		return false;
-	owner_text = pnstrdup(path, slash1 - path);
-	u = DatumGetUUIDP(DirectFunctionCall1(uuid_in, CStringGetDatum(owner_text)));
-	memcpy(&key->owner, u, sizeof(pg_uuid_t));
-	key->has_owner = true;
+	key->owner = pnstrdup(path, slash1 - path);
 	slash2 = strchr(slash1 + 1, '/');
 	if (slash2 != NULL && slash2 > slash1 + 1)
 		key->row_key = pnstrdup(slash1 + 1, slash2 - slash1 - 1);
@@ -124,22 +106,16 @@ parse_object_key(const char *path, ObjectKey *key)
 }
 
 static char *
-uuid_text(const pg_uuid_t *u)
+attach_require_caller(const char *fname)
 {
-	return DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum((pg_uuid_t *) u)));
-}
+	char	   *sub = kz_jwt_sub();
 
-static pg_uuid_t
-require_caller(const char *fname)
-{
-	pg_uuid_t	uid;
-
-	if (!kz_caller_uid(&uid))
+	if (sub == NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("kizunasync.%s() needs an authenticated caller", fname),
+				 errmsg("%s needs an authenticated caller", fname),
 				 errdetail("The request carries no JWT \"sub\" claim.")));
-	return uid;
+	return sub;
 }
 
 /*
@@ -148,78 +124,65 @@ require_caller(const char *fname)
  * user (storage.objects.owner_id, or the older owner column).
  */
 static bool
-caller_sees_object(const char *bucket, const char *path, const pg_uuid_t *owned_by)
+attach_caller_sees_object(const char *bucket, const char *path, const char *owned_by)
 {
-	KzAsCaller	save;
 	Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[3];
 	char		nulls[3] = {' ', ' ', ' '};
-	int			rc;
+	uint64		n;
 
 	values[0] = CStringGetTextDatum(bucket);
 	values[1] = CStringGetTextDatum(path);
 	if (owned_by != NULL)
-		values[2] = CStringGetTextDatum(uuid_text(owned_by));
+		values[2] = CStringGetTextDatum(owned_by);
 	else
-	{
-		values[2] = (Datum) 0;
 		nulls[2] = 'n';
-	}
-	kz_as_caller_begin(&save);
-	rc = SPI_execute_with_args("SELECT 1 FROM storage.objects o"
-							   " WHERE o.bucket_id = $1 AND o.name = $2"
-							   "   AND ($3 IS NULL OR coalesce(o.owner_id, o.owner::text) = $3)",
-							   3, argtypes, values, nulls, true, 1);
-	kz_as_caller_end(&save);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "kizunasync: could not read storage.objects");
-	return SPI_processed > 0;
+	n = kz_spi_run("SELECT 1 FROM storage.objects o"
+				   " WHERE o.bucket_id OPERATOR(pg_catalog.=) $1 AND o.name OPERATOR(pg_catalog.=) $2"
+				   "   AND ($3 IS NULL OR COALESCE(o.owner_id, o.owner::pg_catalog.text)"
+				   "        OPERATOR(pg_catalog.=) $3)",
+				   3, argtypes, values, nulls, true, 1, SPI_OK_SELECT);
+	SPI_freetuptable(SPI_tuptable);
+	return n > 0;
 }
 
-/* Does storage object (bucket, path) exist at all (no RLS)? */
+/* Does storage object (bucket, path) exist at all?  Read as the table's owner. */
 static bool
-object_exists(const char *bucket, const char *path)
+attach_object_exists(Oid objects, const char *bucket, const char *path)
 {
 	Oid			argtypes[2] = {TEXTOID, TEXTOID};
 	Datum		values[2];
+	KzUserSwitch sw;
+	uint64		n;
 
 	values[0] = CStringGetTextDatum(bucket);
 	values[1] = CStringGetTextDatum(path);
-	if (SPI_execute_with_args("SELECT 1 FROM storage.objects o WHERE o.bucket_id = $1 AND o.name = $2",
-							  2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "kizunasync: could not read storage.objects");
-	return SPI_processed > 0;
+	kz_as_restricted_begin(&sw, kz_rel_owner(objects), true);
+	n = kz_spi_run("SELECT 1 FROM storage.objects o"
+				   " WHERE o.bucket_id OPERATOR(pg_catalog.=) $1 AND o.name OPERATOR(pg_catalog.=) $2",
+				   2, argtypes, values, NULL, true, 1, SPI_OK_SELECT);
+	kz_as_restricted_end(&sw);
+	SPI_freetuptable(SPI_tuptable);
+	return n > 0;
 }
 
-/* May the caller read the row of synced table conf whose key text is row_key? */
+/* May the caller read the row of synced table name whose key text is row_key? */
 static bool
-caller_sees_row(const KzTableConf *conf, const char *row_key)
+attach_caller_sees_row(const char *table_name, Oid role, const char *row_key)
 {
-	Datum	   *values = palloc(sizeof(Datum) * conf->nkeys);
-	StringInfoData sql;
-	KzAsCaller	save;
-	int			rc;
-	int			i;
+	KzTableDesc *t = kz_tabledesc_open(table_name, role, true);
+	Datum	   *keyvals;
 
-	if (row_key == NULL || !kz_rowkey_parse(conf, row_key, values))
+	if (t == NULL || row_key == NULL)
 		return false;
-	initStringInfo(&sql);
-	appendStringInfo(&sql, "SELECT 1 FROM %s WHERE ",
-					 quote_qualified_identifier(get_namespace_name(get_rel_namespace(conf->relid)),
-												get_rel_name(conf->relid)));
-	for (i = 0; i < conf->nkeys; i++)
-		appendStringInfo(&sql, "%s%s = $%d", i > 0 ? " AND " : "",
-						 quote_identifier(conf->key_columns[i]), i + 1);
-	kz_as_caller_begin(&save);
-	rc = SPI_execute_with_args(sql.data, conf->nkeys, conf->key_types, values, NULL, true, 1);
-	kz_as_caller_end(&save);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "kizunasync: could not read the owning row");
-	return SPI_processed > 0;
+	keyvals = palloc(sizeof(Datum) * t->conf->nkeys);
+	if (!kz_rowkey_parse(t->conf, row_key, keyvals))
+		return false;
+	return kz_render_row(t, keyvals, false) != NULL;
 }
 
 static bool
-valid_sha256(const char *s)
+attach_valid_sha256(const char *s)
 {
 	int			i;
 
@@ -227,6 +190,91 @@ valid_sha256(const char *s)
 		if (!isxdigit((unsigned char) s[i]))
 			return false;
 	return i == 64;
+}
+
+/* The request of attachment_confirm, validated. */
+typedef struct ConfirmArgs
+{
+	char	   *bucket;
+	char	   *path;
+	char	   *sha;
+	int64		size;
+	char	   *media_type;		/* NULL when not given */
+	char	   *table_name;		/* NULL when not given */
+	ObjectKey	key;
+} ConfirmArgs;
+
+static void
+attach_confirm_args(FunctionCallInfo fcinfo, const char *fname, ConfirmArgs *a)
+{
+	int			i;
+
+	a->bucket = attach_required_text(fcinfo, 0, fname, "p_bucket", KZ_MAX_BUCKET_ID);
+	a->path = attach_required_text(fcinfo, 1, fname, "p_path", KZ_MAX_OBJECT_PATH);
+	if (!attach_parse_key(a->path, &a->key))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("malformed object path %s",
+						kz_quote_for_message(a->path, strlen(a->path), false)),
+				 errhint("Object keys are <owner>/<row key>/<file name>.")));
+	if (PG_ARGISNULL(2) ||
+		!attach_valid_sha256((a->sha = text_to_cstring(PG_GETARG_TEXT_PP(2)))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("sha256 must be 64 hexadecimal characters")));
+	for (i = 0; a->sha[i]; i++)
+		a->sha[i] = pg_ascii_tolower((unsigned char) a->sha[i]);
+	if (PG_ARGISNULL(3) || (a->size = PG_GETARG_INT64(3)) < 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("size must be zero or more")));
+	a->media_type = NULL;
+	if (!PG_ARGISNULL(4))
+	{
+		a->media_type = text_to_cstring(PG_GETARG_TEXT_PP(4));
+		if ((int) strlen(a->media_type) > KZ_MAX_MEDIA_TYPE)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("media type is longer than %d bytes", KZ_MAX_MEDIA_TYPE)));
+	}
+	a->table_name = NULL;
+	if (!PG_ARGISNULL(5))
+	{
+		a->table_name = text_to_cstring(PG_GETARG_TEXT_PP(5));
+		if (kz_tableconf_by_name(a->table_name, true) == NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("table %s is not synced",
+							kz_quote_for_message(a->table_name, strlen(a->table_name), false))));
+	}
+}
+
+/* A confirm that matched no row: say whose it is, or what differs. */
+static void
+attach_confirm_refused(const ConfirmArgs *a, const char *sub)
+{
+	Oid			argtypes[2] = {TEXTOID, TEXTOID};
+	Datum		values[2];
+	char	   *owner;
+
+	values[0] = CStringGetTextDatum(a->bucket);
+	values[1] = CStringGetTextDatum(a->path);
+	if (kz_spi_priv("SELECT created_by FROM kizunasync.attachments"
+					" WHERE bucket_id OPERATOR(pg_catalog.=) $1 AND object_path OPERATOR(pg_catalog.=) $2",
+					2, argtypes, values, NULL, true, 1, SPI_OK_SELECT) != 1)
+		elog(ERROR, "attachment metadata row vanished");
+	owner = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	if (owner == NULL || strcmp(owner, sub) != 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("object %s is registered to another user",
+						kz_quote_for_message(a->path, strlen(a->path), false))));
+	ereport(ERROR,
+			(errcode(ERRCODE_CHECK_VIOLATION),
+			 errmsg("object %s is already confirmed with other metadata",
+					kz_quote_for_message(a->path, strlen(a->path), false)),
+			 errdetail("The hash, size and media type of a confirmed object never change."),
+			 errhint("Upload changed content under a new object key.")));
 }
 
 /*
@@ -240,126 +288,67 @@ valid_sha256(const char *s)
 Datum
 kz_attachment_confirm(PG_FUNCTION_ARGS)
 {
-	const char *fname = "attachment_confirm";
-	char	   *bucket;
-	char	   *path;
-	char	   *sha;
-	int64		size;
-	char	   *media_type = NULL;
-	char	   *table_name = NULL;
-	KzTableConf *conf = NULL;
-	ObjectKey	key;
-	pg_uuid_t	uid;
-	Oid			argtypes[7] = {TEXTOID, TEXTOID, TEXTOID, INT8OID, TEXTOID, UUIDOID, TEXTOID};
+	const char *fname = "kizunasync.attachment_confirm()";
+	KzCaller	caller;
+	ConfirmArgs a;
+	char	   *sub;
+	Oid			argtypes[7] = {TEXTOID, TEXTOID, TEXTOID, INT8OID, TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[7];
 	char		nulls[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	int			i;
 
-	require_storage(fname);
-	bucket = required_text(fcinfo, 0, fname, "p_bucket", KZ_MAX_BUCKET_ID);
-	path = required_text(fcinfo, 1, fname, "p_path", KZ_MAX_OBJECT_PATH);
-	if (!parse_object_key(path, &key))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("kizunasync.%s(): malformed object path \"%s\"", fname, path),
-				 errhint("Object keys are <owner uuid>/<row key>/<file name>.")));
-	if (PG_ARGISNULL(2) ||
-		!valid_sha256((sha = text_to_cstring(PG_GETARG_TEXT_PP(2)))))
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("kizunasync.%s(): sha256 must be 64 hexadecimal characters", fname)));
-	for (i = 0; sha[i]; i++)
-		sha[i] = pg_ascii_tolower((unsigned char) sha[i]);
-	if (PG_ARGISNULL(3) || (size = PG_GETARG_INT64(3)) < 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("kizunasync.%s(): size must be zero or more", fname)));
-	if (!PG_ARGISNULL(4))
-	{
-		media_type = text_to_cstring(PG_GETARG_TEXT_PP(4));
-		if ((int) strlen(media_type) > KZ_MAX_MEDIA_TYPE)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("kizunasync.%s(): media type is longer than %d bytes", fname,
-							KZ_MAX_MEDIA_TYPE)));
-	}
-	if (!PG_ARGISNULL(5))
-	{
-		table_name = text_to_cstring(PG_GETARG_TEXT_PP(5));
-		conf = kz_tableconf_by_name(table_name, true);
-		if (conf == NULL)
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-					 errmsg("kizunasync.%s(): table \"%s\" is not synced", fname, table_name)));
-	}
-	uid = require_caller(fname);
-	if (memcmp(&uid, &key.owner, sizeof(pg_uuid_t)) != 0)
+	kz_entry(fcinfo, fname, true, &caller);
+	(void) attach_storage_objects(fname);
+	attach_confirm_args(fcinfo, fname, &a);
+	sub = attach_require_caller(fname);
+	if (strcmp(sub, a.key.owner) != 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("kizunasync.%s(): the caller is not the owner of \"%s\"", fname, path),
-				 errdetail("The object key names owner %s.", uuid_text(&key.owner))));
+				 errmsg("the caller is not the owner of object %s",
+						kz_quote_for_message(a.path, strlen(a.path), false)),
+				 errdetail("The object key names owner %s.",
+						   kz_quote_for_message(a.key.owner, strlen(a.key.owner), false))));
 
-	SPI_connect();
-	if (!caller_sees_object(bucket, path, &uid))
+	kz_spi_connect();
+	if (!attach_caller_sees_object(a.bucket, a.path, sub))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("kizunasync.%s(): the caller has uploaded no object \"%s\" in bucket \"%s\" that it may read",
-						fname, path, bucket)));
-	if (conf != NULL && !caller_sees_row(conf, key.row_key))
+				 errmsg("the caller has uploaded no object %s in bucket %s that it may read",
+						kz_quote_for_message(a.path, strlen(a.path), false),
+						kz_quote_for_message(a.bucket, strlen(a.bucket), false))));
+	if (a.table_name != NULL && !attach_caller_sees_row(a.table_name, caller.role, a.key.row_key))
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("kizunasync.%s(): the caller may not read the row of table \"%s\" that owns \"%s\"",
-						fname, table_name, path)));
+				 errmsg("the caller may not read the row of table \"%s\" that owns object %s",
+						a.table_name, kz_quote_for_message(a.path, strlen(a.path), false))));
 
-	values[0] = CStringGetTextDatum(bucket);
-	values[1] = CStringGetTextDatum(path);
-	values[2] = CStringGetTextDatum(sha);
-	values[3] = Int64GetDatum(size);
-	if (media_type)
-		values[4] = CStringGetTextDatum(media_type);
+	values[0] = CStringGetTextDatum(a.bucket);
+	values[1] = CStringGetTextDatum(a.path);
+	values[2] = CStringGetTextDatum(a.sha);
+	values[3] = Int64GetDatum(a.size);
+	if (a.media_type)
+		values[4] = CStringGetTextDatum(a.media_type);
 	else
 		nulls[4] = 'n';
-	values[5] = UUIDPGetDatum(&uid);
-	if (table_name)
-		values[6] = CStringGetTextDatum(table_name);
+	values[5] = CStringGetTextDatum(sub);
+	if (a.table_name)
+		values[6] = CStringGetTextDatum(a.table_name);
 	else
 		nulls[6] = 'n';
-	if (SPI_execute_with_args("INSERT INTO kizunasync.attachments AS a"
-							  " (bucket_id, object_path, sha256, size, media_type, created_by, table_name)"
-							  " VALUES ($1, $2, $3, $4, $5, $6, $7)"
-							  " ON CONFLICT (bucket_id, object_path) DO UPDATE"
-							  "   SET sha256 = excluded.sha256, size = excluded.size,"
-							  "       media_type = excluded.media_type,"
-							  "       table_name = coalesce(a.table_name, excluded.table_name),"
-							  "       updated_at = pg_catalog.now()"
-							  " WHERE a.created_by = excluded.created_by"
-							  "   AND (a.sha256 IS NULL OR (a.sha256 = excluded.sha256"
-							  "        AND a.size IS NOT DISTINCT FROM excluded.size"
-							  "        AND a.media_type IS NOT DISTINCT FROM excluded.media_type))",
-							  7, argtypes, values, nulls, false, 0) != SPI_OK_INSERT)
-		elog(ERROR, "kizunasync: could not record attachment metadata");
-	if (SPI_processed != 1)
-	{
-		bool		isnull;
-		Datum		owner;
-
-		if (SPI_execute_with_args("SELECT created_by FROM kizunasync.attachments"
-								  " WHERE bucket_id = $1 AND object_path = $2",
-								  2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT ||
-			SPI_processed != 1)
-			elog(ERROR, "kizunasync: attachment metadata row vanished");
-		owner = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-		if (memcmp(DatumGetUUIDP(owner), &uid, sizeof(pg_uuid_t)) != 0)
-			ereport(ERROR,
-					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-					 errmsg("kizunasync.%s(): \"%s\" is registered to another user", fname, path)));
-		ereport(ERROR,
-				(errcode(ERRCODE_CHECK_VIOLATION),
-				 errmsg("kizunasync.%s(): \"%s\" is already confirmed with other metadata", fname, path),
-				 errdetail("The hash, size and media type of a confirmed object never change."),
-				 errhint("Upload changed content under a new object key.")));
-	}
-	SPI_finish();
+	if (kz_spi_priv("INSERT INTO kizunasync.attachments AS a"
+					" (bucket_id, object_path, sha256, size, media_type, created_by, table_name)"
+					" VALUES ($1, $2, $3, $4, $5, $6, $7)"
+					" ON CONFLICT (bucket_id, object_path) DO UPDATE"
+					"   SET sha256 = excluded.sha256, size = excluded.size,"
+					"       media_type = excluded.media_type,"
+					"       table_name = COALESCE(a.table_name, excluded.table_name),"
+					"       updated_at = pg_catalog.now()"
+					" WHERE a.created_by OPERATOR(pg_catalog.=) excluded.created_by"
+					"   AND (a.sha256 IS NULL OR (a.sha256 OPERATOR(pg_catalog.=) excluded.sha256"
+					"        AND a.size IS NOT DISTINCT FROM excluded.size"
+					"        AND a.media_type IS NOT DISTINCT FROM excluded.media_type))",
+					7, argtypes, values, nulls, false, 0, SPI_OK_INSERT) != 1)
+		attach_confirm_refused(&a, sub);
+	kz_spi_finish();
 	PG_RETURN_VOID();
 }
 
@@ -376,79 +365,52 @@ kz_attachment_confirm(PG_FUNCTION_ARGS)
 Datum
 kz_attachment_metadata(PG_FUNCTION_ARGS)
 {
-	const char *fname = "attachment_metadata";
+	const char *fname = "kizunasync.attachment_metadata()";
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	KzCaller	caller;
 	char	   *bucket;
 	char	   *path;
-	pg_uuid_t	uid;
-	bool		have_uid;
+	char	   *sub;
 	Oid			argtypes[2] = {TEXTOID, TEXTOID};
 	Datum		values[2];
-	HeapTuple	found = NULL;
-	TupleDesc	found_desc = NULL;
+	Datum		outv[5];
+	bool		outn[5];
+	bool		allowed = false;
+	int			i;
 
+	kz_entry(fcinfo, fname, true, &caller);
 	InitMaterializedSRF(fcinfo, 0);
-	require_storage(fname);
-	bucket = required_text(fcinfo, 0, fname, "p_bucket_id", KZ_MAX_BUCKET_ID);
-	path = required_text(fcinfo, 1, fname, "p_object_path", KZ_MAX_OBJECT_PATH);
-	have_uid = kz_caller_uid(&uid);
+	(void) attach_storage_objects(fname);
+	bucket = attach_required_text(fcinfo, 0, fname, "p_bucket_id", KZ_MAX_BUCKET_ID);
+	path = attach_required_text(fcinfo, 1, fname, "p_object_path", KZ_MAX_OBJECT_PATH);
+	sub = kz_jwt_sub();
 
-	SPI_connect();
+	kz_spi_connect();
 	values[0] = CStringGetTextDatum(bucket);
 	values[1] = CStringGetTextDatum(path);
-	if (SPI_execute_with_args("SELECT a.sha256, a.size, a.media_type, a.created_at, a.updated_at,"
-							  "       a.created_by, a.table_name"
-							  "  FROM kizunasync.attachments a"
-							  " WHERE a.bucket_id = $1 AND a.object_path = $2",
-							  2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-		elog(ERROR, "kizunasync: could not read attachment metadata");
-	if (SPI_processed == 1)
+	if (kz_spi_priv("SELECT a.sha256, a.size, a.media_type, a.created_at, a.updated_at,"
+					"       a.created_by, a.table_name"
+					"  FROM kizunasync.attachments a"
+					" WHERE a.bucket_id OPERATOR(pg_catalog.=) $1 AND a.object_path OPERATOR(pg_catalog.=) $2",
+					2, argtypes, values, NULL, true, 1, SPI_OK_SELECT) == 1)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[0];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		Datum		created_by = SPI_getbinval(tup, desc, 6, &isnull);
-		char	   *table_name = SPI_getvalue(tup, desc, 7);
-		bool		allowed = false;
-
-		if (have_uid && memcmp(DatumGetUUIDP(created_by), &uid, sizeof(pg_uuid_t)) == 0)
-			allowed = true;
-		else if (table_name != NULL)
-		{
-			KzTableConf *conf = kz_tableconf_by_name(table_name, true);
-			ObjectKey	key;
-
-			if (conf != NULL && parse_object_key(path, &key) &&
-				caller_sees_row(conf, key.row_key) &&
-				caller_sees_object(bucket, path, NULL))
-				allowed = true;
-		}
-		if (allowed)
-		{
-			/* re-read: the checks above ran other SPI queries */
-			if (SPI_execute_with_args("SELECT a.sha256, a.size, a.media_type, a.created_at, a.updated_at"
-									  "  FROM kizunasync.attachments a"
-									  " WHERE a.bucket_id = $1 AND a.object_path = $2",
-									  2, argtypes, values, NULL, true, 1) != SPI_OK_SELECT)
-				elog(ERROR, "kizunasync: could not read attachment metadata");
-			if (SPI_processed == 1)
-			{
-				found = SPI_tuptable->vals[0];
-				found_desc = SPI_tuptable->tupdesc;
-			}
-		}
-	}
-	if (found != NULL)
-	{
-		Datum		outv[5];
-		bool		outn[5];
-		int			i;
+		SPITupleTable *tt = SPI_tuptable;
+		char	   *created_by = SPI_getvalue(tt->vals[0], tt->tupdesc, 6);
+		char	   *table_name = SPI_getvalue(tt->vals[0], tt->tupdesc, 7);
+		ObjectKey	key;
 
 		for (i = 0; i < 5; i++)
-			outv[i] = SPI_getbinval(found, found_desc, i + 1, &outn[i]);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, outv, outn);
+			outv[i] = SPI_getbinval(tt->vals[0], tt->tupdesc, i + 1, &outn[i]);
+		if (sub != NULL && created_by != NULL && strcmp(created_by, sub) == 0)
+			allowed = true;
+		else if (table_name != NULL && attach_parse_key(path, &key) &&
+				 attach_caller_sees_row(table_name, caller.role, key.row_key) &&
+				 attach_caller_sees_object(bucket, path, NULL))
+			allowed = true;
+		if (allowed)
+			tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, outv, outn);
 	}
-	SPI_finish();
+	kz_spi_finish();
 	return (Datum) 0;
 }
 
@@ -461,30 +423,34 @@ kz_attachment_metadata(PG_FUNCTION_ARGS)
 Datum
 kz_attachment_vacuum(PG_FUNCTION_ARGS)
 {
-	const char *fname = "attachment_vacuum";
+	const char *fname = "kizunasync.attachment_vacuum()";
+	KzCaller	caller;
+	Oid			objects;
 	char	   *bucket;
 	char	   *path;
-	pg_uuid_t	uid;
-	Oid			argtypes[3] = {TEXTOID, TEXTOID, UUIDOID};
+	char	   *sub;
+	Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
 	Datum		values[3];
 
-	require_storage(fname);
-	bucket = required_text(fcinfo, 0, fname, "p_bucket", KZ_MAX_BUCKET_ID);
-	path = required_text(fcinfo, 1, fname, "p_path", KZ_MAX_OBJECT_PATH);
-	if (!kz_caller_uid(&uid))
+	kz_entry(fcinfo, fname, true, &caller);
+	objects = attach_storage_objects(fname);
+	bucket = attach_required_text(fcinfo, 0, fname, "p_bucket", KZ_MAX_BUCKET_ID);
+	path = attach_required_text(fcinfo, 1, fname, "p_path", KZ_MAX_OBJECT_PATH);
+	sub = kz_jwt_sub();
+	if (sub == NULL)
 		PG_RETURN_VOID();
 
-	SPI_connect();
-	if (!object_exists(bucket, path))
+	kz_spi_connect();
+	if (!attach_object_exists(objects, bucket, path))
 	{
 		values[0] = CStringGetTextDatum(bucket);
 		values[1] = CStringGetTextDatum(path);
-		values[2] = UUIDPGetDatum(&uid);
-		if (SPI_execute_with_args("DELETE FROM kizunasync.attachments"
-								  " WHERE bucket_id = $1 AND object_path = $2 AND created_by = $3",
-								  3, argtypes, values, NULL, false, 0) != SPI_OK_DELETE)
-			elog(ERROR, "kizunasync: could not delete attachment metadata");
+		values[2] = CStringGetTextDatum(sub);
+		kz_spi_priv("DELETE FROM kizunasync.attachments"
+					" WHERE bucket_id OPERATOR(pg_catalog.=) $1 AND object_path OPERATOR(pg_catalog.=) $2"
+					" AND created_by OPERATOR(pg_catalog.=) $3",
+					3, argtypes, values, NULL, false, 0, SPI_OK_DELETE);
 	}
-	SPI_finish();
+	kz_spi_finish();
 	PG_RETURN_VOID();
 }

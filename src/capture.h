@@ -1,39 +1,52 @@
 /*-------------------------------------------------------------------------
  *
  * capture.h
- *	  Internals shared by capture.c (triggers, seed, push queue) and
- *	  sequencing.c (the fence, recording an entry, the horizon).  Not part
- *	  of the API other parts use: that is sequencing.h.
+ *	  Change capture: the row trigger on synced tables and the rendering of
+ *	  a row image into the changes it causes (row key, bucket value).
+ *	  Implemented in src/capture.c.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef KZ_CAPTURE_H
 #define KZ_CAPTURE_H
 
-#include "postgres.h"
+#include "access/htup.h"
+#include "access/tupdesc.h"
 
-/* One captured change, ready to be numbered and recorded. */
-typedef struct KzChange
+#include "stamp.h"
+#include "tableconf.h"
+
+/* The rendered identity of one row image. */
+typedef struct KzImage
 {
-	char		op;				/* 'u': changelog entry, 'd': tombstone */
-	char	   *table_name;
 	char	   *pk;
-	char	   *bucket_value;	/* 'u': NULL for a NULL value; 'd': never NULL */
-	char	   *snapshot;		/* 'd': bucket snapshot as jsonb text */
-} KzChange;
-
-/* sequencing.c */
-extern int	kz_debug_wait_after_draw;
-extern void kz_sequencing_define_gucs(void);
+	bool		bucket_null;	/* bucketed table, NULL value */
+	char	   *bucket;			/* ->> text; '' when unbucketed; NULL when null */
+	char	   *bucket_json;	/* jsonb text of the value; NULL when unbucketed or null */
+} KzImage;
 
 /*
- * Record changes[0 .. n-1] in order: for each, delete the entry it
- * supersedes (outside the fence), then draw its seq and insert its entry
- * inside the fence.  Returns the last seq drawn.
+ * Render a row image's key and bucket value (as the current user, under
+ * the rendering settings: see kz_render_settings_begin).  Refuses (54000)
+ * a key or bucket text longer than an entry may carry.
  */
-extern int64 kz_record_changes(const KzChange *changes, int n);
+extern void kz_capture_image(const KzTableConf *conf, HeapTuple tuple, TupleDesc desc,
+							 KzImage *img);
 
-/* capture.c */
-extern void kz_capture_xact_init(void);
+/* The change recording img's current state (an entry). */
+extern void kz_capture_entry_change(KzChange *ch, const KzTableConf *conf,
+									const KzImage *img, TransactionId row_xmin);
+
+/* The change recording that img left (a tombstone). */
+extern void kz_capture_tombstone_change(KzChange *ch, const KzTableConf *conf,
+										const KzImage *img);
+
+/*
+ * Pin the settings values render under (TimeZone UTC, DateStyle ISO,
+ * IntervalStyle postgres, extra_float_digits 1, bytea_output hex) in a new
+ * GUC nest level; returns the level for kz_render_settings_end.
+ */
+extern int	kz_render_settings_begin(void);
+extern void kz_render_settings_end(int level);
 
 #endif							/* KZ_CAPTURE_H */

@@ -23,43 +23,8 @@
 #include "cursor.h"
 #include "kizunasync.h"
 
-/* At most this many bytes of a rejected token are quoted in the message. */
-#define KZ_CURSOR_SHOW_BYTES	64
-
 PG_FUNCTION_INFO_V1(kizunasync_cursor_parse);
 PG_FUNCTION_INFO_V1(kizunasync_cursor_encode);
-
-/*
- * Quote a (possibly hostile) client string for an error message: in double
- * quotes, printable ASCII as is, '"' and '\' backslash-escaped, every other
- * byte as \xNN, and at most KZ_CURSOR_SHOW_BYTES bytes followed by "..."
- * when there is more.  Declared in kizunasync.h for the other request paths.
- */
-char *
-kz_quote_for_message(const char *s, size_t len, bool more)
-{
-	StringInfoData buf;
-	size_t		n = Min(len, KZ_CURSOR_SHOW_BYTES);
-	size_t		i;
-
-	initStringInfo(&buf);
-	appendStringInfoChar(&buf, '"');
-	for (i = 0; i < n; i++)
-	{
-		unsigned char ch = (unsigned char) s[i];
-
-		if (ch == '"' || ch == '\\')
-			appendStringInfo(&buf, "\\%c", ch);
-		else if (ch >= 0x20 && ch < 0x7f)
-			appendStringInfoChar(&buf, (char) ch);
-		else
-			appendStringInfo(&buf, "\\x%02x", ch);
-	}
-	appendStringInfoChar(&buf, '"');
-	if (more || len > n)
-		appendStringInfoString(&buf, "...");
-	return buf.data;
-}
 
 /*
  * The reasons of cursor_core.c are lowercase phrases; as an errdetail they
@@ -124,7 +89,7 @@ kz_cursor_from_datum(Datum value, bool isnull, KzCursor *out)
 	/* Refuse an oversized token without detoasting more than its head. */
 	if (toast_raw_datum_size(value) - VARHDRSZ > KZ_CURSOR_MAX_LEN)
 	{
-		t = (text *) PG_DETOAST_DATUM_SLICE(value, 0, KZ_CURSOR_SHOW_BYTES);
+		t = (text *) PG_DETOAST_DATUM_SLICE(value, 0, KZ_QUOTE_MAX_BYTES);
 		report_invalid(VARDATA_ANY(t), VARSIZE_ANY_EXHDR(t), true,
 					   KZ_CURSOR_REASON_TOO_LONG);
 	}

@@ -1,35 +1,179 @@
 /*-------------------------------------------------------------------------
  *
  * identity.c
- *	  The caller's role and JWT claims (see identity.h).
+ *	  The caller, the JWT claims, and running code as somebody (identity.h,
+ *	  decisions/0060-security-model.md).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "fmgr.h"
+#include "access/htup_details.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_proc.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
+#include "utils/syscache.h"
 #include "utils/uuid.h"
 
+#include "kizunasync.h"
 #include "identity.h"
 
-Oid
-kz_caller_role(void)
+/* The search_path of privileged sections: pg_temp last, so it shadows nothing. */
+#define KZ_PINNED_SEARCH_PATH	"pg_catalog, pg_temp"
+
+static void
+identity_refuse_secdef(Oid fnoid)
 {
+	HeapTuple	tp;
+	bool		secdef;
+
+	if (!OidIsValid(fnoid))
+		return;
+	tp = SearchSysCache1(PROCOID, ObjectIdGetDatum(fnoid));
+	if (!HeapTupleIsValid(tp))
+		elog(ERROR, "cache lookup failed for function %u", fnoid);
+	secdef = ((Form_pg_proc) GETSTRUCT(tp))->prosecdef;
+	ReleaseSysCache(tp);
+
 	/*
-	 * Inside a SECURITY DEFINER function the current user is the owner; the
-	 * outer user id is what SET [LOCAL] ROLE established for the request (or
-	 * the session user when no role was set).
+	 * 0.1.0 declared the entry points SECURITY DEFINER.  This library runs
+	 * every application statement as the current user, which inside such a
+	 * declaration is the owner: refuse until ALTER EXTENSION ... UPDATE has
+	 * replaced the declarations.
 	 */
-	return GetOuterUserId();
+	if (secdef)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the SQL objects of extension \"kizunasync\" are older than its library"),
+				 errdetail("Function %u is declared SECURITY DEFINER.", fnoid),
+				 errhint("Run ALTER EXTENSION kizunasync UPDATE.")));
 }
+
+void
+kz_entry(FunctionCallInfo fcinfo, const char *fname, bool refuse_sro, KzCaller *caller)
+{
+	identity_refuse_secdef(fcinfo->flinfo ? fcinfo->flinfo->fn_oid : InvalidOid);
+	if (refuse_sro && InSecurityRestrictedOperation())
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("%s cannot run inside a security-restricted operation", fname),
+				 errdetail("REFRESH MATERIALIZED VIEW, ANALYZE, VACUUM, CREATE INDEX and autovacuum "
+						   "evaluate view and index expressions as their owner with restricted rights.")));
+	caller->role = GetUserId();
+}
+
+void
+kz_entry_trigger(Oid tgfoid)
+{
+	identity_refuse_secdef(tgfoid);
+}
+
+/* ------------------------------------------------------------ switching */
+
+static void
+identity_switch(KzUserSwitch *s, Oid role, int extra_sec, bool pin_path)
+{
+	GetUserIdAndSecContext(&s->saved_userid, &s->saved_sec);
+	SetUserIdAndSecContext(role, s->saved_sec | SECURITY_LOCAL_USERID_CHANGE | extra_sec);
+	s->switched = true;
+	s->guc_level = 0;
+	if (pin_path)
+	{
+		s->guc_level = NewGUCNestLevel();
+		(void) set_config_option("search_path", KZ_PINNED_SEARCH_PATH,
+								 PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_SAVE, true, 0, false);
+	}
+}
+
+static void
+identity_restore(KzUserSwitch *s)
+{
+	if (!s->switched)
+		return;
+	if (s->guc_level > 0)
+		AtEOXact_GUC(false, s->guc_level);
+	SetUserIdAndSecContext(s->saved_userid, s->saved_sec);
+	s->switched = false;
+}
+
+void
+kz_priv_begin(KzUserSwitch *s)
+{
+	identity_switch(s, kz_extension_owner(), SECURITY_RESTRICTED_OPERATION, true);
+}
+
+void
+kz_priv_end(KzUserSwitch *s)
+{
+	identity_restore(s);
+}
+
+void
+kz_as_restricted_begin(KzUserSwitch *s, Oid role, bool pin_path)
+{
+	identity_switch(s, role, SECURITY_RESTRICTED_OPERATION, pin_path);
+}
+
+void
+kz_as_restricted_end(KzUserSwitch *s)
+{
+	identity_restore(s);
+}
+
+Oid
+kz_namespace_owner(const char *name)
+{
+	Oid			nsp = get_namespace_oid(name, true);
+	HeapTuple	tp;
+	Oid			owner;
+
+	if (!OidIsValid(nsp))
+		return InvalidOid;
+	tp = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
+	if (!HeapTupleIsValid(tp))
+		elog(ERROR, "cache lookup failed for namespace %u", nsp);
+	owner = ((Form_pg_namespace) GETSTRUCT(tp))->nspowner;
+	ReleaseSysCache(tp);
+	return owner;
+}
+
+Oid
+kz_extension_owner(void)
+{
+	Oid			owner = kz_namespace_owner(KZ_SCHEMA);
+
+	if (!OidIsValid(owner))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_SCHEMA),
+				 errmsg("schema \"%s\" does not exist", KZ_SCHEMA),
+				 errhint("Reinstall the extension.")));
+	return owner;
+}
+
+Oid
+kz_rel_owner(Oid relid)
+{
+	HeapTuple	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tp))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	owner = ((Form_pg_class) GETSTRUCT(tp))->relowner;
+	ReleaseSysCache(tp);
+	return owner;
+}
+
+/* ------------------------------------------------------------ claims */
 
 /* Text value of a top-level string claim, or NULL. */
 static char *
-claim_text(const char *claim)
+identity_claim_text(const char *claim)
 {
 	const char *raw = GetConfigOption("request.jwt.claims", true, false);
 	Jsonb	   *jb;
@@ -50,52 +194,40 @@ claim_text(const char *claim)
 	return pnstrdup(val->val.string.val, val->val.string.len);
 }
 
-static void
-text_to_uuid(const char *s, pg_uuid_t *out)
-{
-	pg_uuid_t  *u = DatumGetUUIDP(DirectFunctionCall1(uuid_in, CStringGetDatum(s)));
-
-	memcpy(out, u, sizeof(pg_uuid_t));
-}
-
-bool
-kz_caller_uid(pg_uuid_t *uid)
+char *
+kz_jwt_sub(void)
 {
 	const char *legacy = GetConfigOption("request.jwt.claim.sub", true, false);
 	char	   *sub;
 
-	/* Supabase's auth.uid(): the legacy per-claim GUC wins when set. */
 	if (legacy != NULL && legacy[0] != '\0')
 		sub = pstrdup(legacy);
 	else
-		sub = claim_text("sub");
-	if (sub == NULL)
-		return false;
-	text_to_uuid(sub, uid);
-	return true;
+		sub = identity_claim_text("sub");
+	if (sub != NULL && strlen(sub) > KZ_MAX_SUB_BYTES)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION),
+				 errmsg("JWT claim \"sub\" is longer than %d bytes", KZ_MAX_SUB_BYTES),
+				 errdetail("It starts with %s.",
+						   kz_quote_for_message(sub, strlen(sub), false))));
+	return sub;
 }
 
 bool
 kz_jwt_session_id(pg_uuid_t *sid)
 {
-	char	   *s = claim_text("session_id");
+	char	   *s = identity_claim_text("session_id");
+	pg_uuid_t  *u;
 
 	if (s == NULL)
 		return false;
-	text_to_uuid(s, sid);
+	u = DatumGetUUIDP(DirectFunctionCall1(uuid_in, CStringGetDatum(s)));
+	memcpy(sid, u, sizeof(pg_uuid_t));
 	return true;
 }
 
-void
-kz_as_caller_begin(KzAsCaller *save)
+char *
+kz_jwt_role(void)
 {
-	GetUserIdAndSecContext(&save->saved_userid, &save->saved_sec_context);
-	SetUserIdAndSecContext(kz_caller_role(),
-						   save->saved_sec_context | SECURITY_LOCAL_USERID_CHANGE);
-}
-
-void
-kz_as_caller_end(KzAsCaller *save)
-{
-	SetUserIdAndSecContext(save->saved_userid, save->saved_sec_context);
+	return identity_claim_text("role");
 }

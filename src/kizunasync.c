@@ -18,7 +18,7 @@
 #include <jansson.h>
 
 #include "kizunasync.h"
-#include "capture.h"
+#include "push_decide.h"
 #include "wakeup.h"
 
 PG_MODULE_MAGIC;
@@ -42,6 +42,6 @@ void
 _PG_init(void)
 {
 	json_set_alloc_funcs(kz_json_malloc, kz_json_free);
-	kz_sequencing_define_gucs();
+	kz_push_decide_define_gucs();
 	kz_wakeup_define_gucs();
 }

@@ -11,7 +11,7 @@
 #ifndef KIZUNASYNC_H
 #define KIZUNASYNC_H
 
-#include "postgres.h"
+#include "errors.h"
 
 /* Name of the extension's schema; it is fixed (the extension is not relocatable). */
 #define KZ_SCHEMA "kizunasync"
@@ -22,9 +22,6 @@
 #define ERRCODE_KZ_PUSH_PULL_ONLY			MAKE_SQLSTATE('K','Z','P','0','1')
 #define ERRCODE_KZ_PUSH_BATCH_TOO_LARGE		MAKE_SQLSTATE('K','Z','P','0','2')
 #define ERRCODE_KZ_PUSH_ATOMIC_REQUIRED		MAKE_SQLSTATE('K','Z','P','0','3')
-
-/* cursor.c: quote a client-supplied string for an error message */
-extern char *kz_quote_for_message(const char *s, size_t len, bool more);
 
 /* kizunasync.c */
 extern void _PG_init(void);

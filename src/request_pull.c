@@ -129,7 +129,7 @@ parse_params(json_t *params, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 	if (n > KZ_PULL_MAX_PARAMS)
 		return set_error(err, SQLSTATE_INVALID_PARAMETER,
 						 "A bucket entry narrows its table by at most 16 column values.",
-						 "kizunasync.pull(): buckets[%d] has %zu params, the limit is %d",
+						 "buckets[%d] has %zu params, the limit is %d",
 						 idx, n, KZ_PULL_MAX_PARAMS);
 	b->nparams = 0;
 	b->params = NULL;
@@ -149,7 +149,7 @@ parse_params(json_t *params, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 		if (keylen == 0 || keylen > KZ_PULL_MAX_NAME)
 			return set_error(err, SQLSTATE_INVALID_PARAMETER,
 							 "A param name is a column name of 1 to 63 bytes.",
-							 "kizunasync.pull(): buckets[%d]: invalid param name \"%s\"",
+							 "buckets[%d]: invalid param name \"%s\"",
 							 idx, shown);
 		p->name = copy_string(alloc_fn, key, keylen);
 		if (p->name == NULL)
@@ -189,7 +189,7 @@ parse_params(json_t *params, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 					if (vlen > KZ_PULL_MAX_VALUE)
 						return set_error(err, SQLSTATE_INVALID_PARAMETER,
 										 "A string param value is at most 1024 bytes.",
-										 "kizunasync.pull(): buckets[%d]: the value of param \"%s\" is too long",
+										 "buckets[%d]: the value of param \"%s\" is too long",
 										 idx, shown);
 					p->kind = KZ_PARAM_STRING;
 					p->text = copy_string(alloc_fn, json_string_value(val), vlen);
@@ -200,7 +200,7 @@ parse_params(json_t *params, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 			default:
 				return set_error(err, SQLSTATE_INVALID_PARAMETER,
 								 "A param value is a string, an integer, true, false or null.",
-								 "kizunasync.pull(): buckets[%d]: param \"%s\" has an unsupported value type",
+								 "buckets[%d]: param \"%s\" has an unsupported value type",
 								 idx, shown);
 		}
 		b->nparams = ++i;
@@ -222,7 +222,7 @@ parse_entry(json_t *entry, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 	if (!json_is_object(entry))
 		return set_error(err, SQLSTATE_INVALID_PARAMETER,
 						 "A bucket entry is {\"table\": <name>, \"params\": {<column>: <value>, ...}}.",
-						 "kizunasync.pull(): buckets[%d] must be a JSON object", idx);
+						 "buckets[%d] must be a JSON object", idx);
 
 	json_object_foreach(entry, key, val)
 	{
@@ -237,7 +237,7 @@ parse_entry(json_t *entry, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 			clip_utf8(shown, sizeof(shown), key, strlen(key));
 			return set_error(err, SQLSTATE_INVALID_PARAMETER,
 							 "A bucket entry has the keys \"table\" and \"params\" only.",
-							 "kizunasync.pull(): buckets[%d] has an unknown key \"%s\"",
+							 "buckets[%d] has an unknown key \"%s\"",
 							 idx, shown);
 		}
 	}
@@ -245,12 +245,12 @@ parse_entry(json_t *entry, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 	if (table == NULL || !json_is_string(table))
 		return set_error(err, SQLSTATE_INVALID_PARAMETER,
 						 "A bucket entry names its table as a JSON string.",
-						 "kizunasync.pull(): buckets[%d] must name a table", idx);
+						 "buckets[%d] must name a table", idx);
 	tlen = json_string_length(table);
 	if (tlen == 0 || tlen > KZ_PULL_MAX_NAME)
 		return set_error(err, SQLSTATE_INVALID_PARAMETER,
 						 "A table name is 1 to 63 bytes.",
-						 "kizunasync.pull(): buckets[%d]: invalid table name", idx);
+						 "buckets[%d]: invalid table name", idx);
 	b->table = copy_string(alloc_fn, json_string_value(table), tlen);
 	if (b->table == NULL)
 		return set_error(err, SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
@@ -262,7 +262,7 @@ parse_entry(json_t *entry, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 	if (!json_is_object(params))
 		return set_error(err, SQLSTATE_INVALID_PARAMETER,
 						 "params is a JSON object mapping column names to values.",
-						 "kizunasync.pull(): buckets[%d]: params must be a JSON object", idx);
+						 "buckets[%d]: params must be a JSON object", idx);
 	return parse_params(params, idx, alloc_fn, b, err);
 }
 
@@ -286,23 +286,23 @@ kz_pull_request_parse(const char *text, size_t len, KzAllocFn alloc_fn,
 				 "The buckets argument is %zu bytes of JSON; the limit is %d.",
 				 len, KZ_PULL_MAX_TEXT);
 		return set_error(err, SQLSTATE_INVALID_PARAMETER, detail,
-						 "kizunasync.pull(): buckets is too large");
+						 "buckets is too large");
 	}
 	if (json_text_depth(text, len, KZ_PULL_MAX_DEPTH) > KZ_PULL_MAX_DEPTH)
 		return set_error(err, SQLSTATE_INVALID_PARAMETER,
 						 "buckets is an array of {\"table\": ..., \"params\": {...}} with scalar param values.",
-						 "kizunasync.pull(): buckets is nested too deeply");
+						 "buckets is nested too deeply");
 
 	root = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL && json_error_code(&jerr) == json_error_numeric_overflow)
 		return set_error(err, SQLSTATE_NUMERIC_RANGE,
 						 "An integer param value lies between -9223372036854775808 and 9223372036854775807.",
-						 "kizunasync.pull(): a number in buckets is out of range");
+						 "a number in buckets is out of range");
 	if (root == NULL)
 	{
 		snprintf(detail, sizeof(detail), "%s (at character %d)", jerr.text, jerr.position);
 		return set_error(err, SQLSTATE_INVALID_TEXT, detail,
-						 "kizunasync.pull(): buckets is not valid JSON");
+						 "buckets is not valid JSON");
 	}
 
 	if (!json_is_array(root))
@@ -310,7 +310,7 @@ kz_pull_request_parse(const char *text, size_t len, KzAllocFn alloc_fn,
 		json_decref(root);
 		return set_error(err, SQLSTATE_INVALID_PARAMETER,
 						 "buckets is an array of {\"table\": ..., \"params\": {...}}.",
-						 "kizunasync.pull(): buckets must be a JSON array");
+						 "buckets must be a JSON array");
 	}
 	n = json_array_size(root);
 	if (n > KZ_PULL_MAX_BUCKETS)
@@ -318,7 +318,7 @@ kz_pull_request_parse(const char *text, size_t len, KzAllocFn alloc_fn,
 		json_decref(root);
 		snprintf(detail, sizeof(detail), "The request names %zu.", n);
 		return set_error(err, SQLSTATE_INVALID_PARAMETER, detail,
-						 "kizunasync.pull(): a pull names at most %d bucket entries",
+						 "a pull names at most %d bucket entries",
 						 KZ_PULL_MAX_BUCKETS);
 	}
 	if (n > 0)

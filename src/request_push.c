@@ -4,8 +4,8 @@
  *	  Push batch parsing and validation (see request_push.h).  Plain C.
  *
  *	  Shape errors are 22023 with the message
- *	  "kizunasync.push(): mutation <n> of the batch is malformed: <problem>";
- *	  envelope errors are 22023 "kizunasync.push(): batch ...".
+ *	  "mutation <n> of the batch is malformed: <problem>";
+ *	  envelope errors are 22023 "batch ...".
  *
  *-------------------------------------------------------------------------
  */
@@ -56,7 +56,7 @@ mutation_error(KzReqError *err, int n, const char *sqlstate, const char *detail,
 	vsnprintf(problem, sizeof(problem), fmt, ap);
 	va_end(ap);
 	set_error(err, sqlstate, detail,
-			  "kizunasync.push(): mutation %d of the batch is malformed: %s", n, problem);
+			  "mutation %d of the batch is malformed: %s", n, problem);
 	return false;
 }
 
@@ -268,7 +268,7 @@ kz_push_parse(const char *text, size_t len, KzAllocFn alloc, void *alloc_arg,
 	if (len > KZ_PUSH_MAX_BODY_BYTES)
 	{
 		set_error(err, SQLSTATE_PROGRAM_LIMIT, "The limit is 16777216 bytes of batch text.",
-				  "kizunasync.push(): batch is larger than the request size limit");
+				  "batch is larger than the request size limit");
 		return false;
 	}
 	/*
@@ -284,27 +284,27 @@ kz_push_parse(const char *text, size_t len, KzAllocFn alloc, void *alloc_arg,
 	{
 		set_error(err, SQLSTATE_NUMERIC_RANGE,
 				  "JSON numbers must lie within the range of a double (about 1.7e308); send larger values as strings.",
-				  "kizunasync.push(): a number in batch is out of range");
+				  "a number in batch is out of range");
 		return false;
 	}
 	if (root == NULL && json_error_code(&jerr) == json_error_stack_overflow)
 	{
 		set_error(err, SQLSTATE_PROGRAM_LIMIT,
 				  "A column value may nest at most 32 levels.",
-				  "kizunasync.push(): batch is nested too deeply");
+				  "batch is nested too deeply");
 		return false;
 	}
 	if (root == NULL)
 	{
 		set_error(err, SQLSTATE_INVALID_PARAMETER, jerr.text,
-				  "kizunasync.push(): batch is not valid JSON");
+				  "batch is not valid JSON");
 		return false;
 	}
 	req->root = root;
 	if (!json_is_object(root))
 	{
 		set_error(err, SQLSTATE_INVALID_PARAMETER, NULL,
-				  "kizunasync.push(): batch is not a JSON object");
+				  "batch is not a JSON object");
 		return false;
 	}
 	json_object_foreach(root, key, v)
@@ -313,7 +313,7 @@ kz_push_parse(const char *text, size_t len, KzAllocFn alloc, void *alloc_arg,
 		{
 			set_error(err, SQLSTATE_INVALID_PARAMETER,
 					  "A batch has only the keys \"atomic\" and \"mutations\".",
-					  "kizunasync.push(): batch has an unknown key \"%.63s\"", key);
+					  "batch has an unknown key \"%.63s\"", key);
 			return false;
 		}
 	}
@@ -325,7 +325,7 @@ kz_push_parse(const char *text, size_t len, KzAllocFn alloc, void *alloc_arg,
 	else
 	{
 		set_error(err, SQLSTATE_INVALID_PARAMETER, NULL,
-				  "kizunasync.push(): batch \"atomic\" is not a boolean");
+				  "batch \"atomic\" is not a boolean");
 		return false;
 	}
 	muts = json_object_get(root, "mutations");
@@ -334,7 +334,7 @@ kz_push_parse(const char *text, size_t len, KzAllocFn alloc, void *alloc_arg,
 	if (!json_is_array(muts))
 	{
 		set_error(err, SQLSTATE_INVALID_PARAMETER, NULL,
-				  "kizunasync.push(): batch \"mutations\" is not an array");
+				  "batch \"mutations\" is not an array");
 		return false;
 	}
 	req->nmutations = (int) json_array_size(muts);

@@ -1,12 +1,14 @@
 /*-------------------------------------------------------------------------
  *
  * retention.c
- *	  Operator functions that keep the bookkeeping bounded:
+ *	  The reap horizon, and the operator functions that keep the
+ *	  bookkeeping bounded:
  *
  *	  reap_tombstones()   remove tombstones older than their table's TTL and
  *						  raise the reap horizon to the highest seq reaped
  *	  compact_changelog() remove entries nothing can deliver any more
  *	  prune_clients()	  forget stale clients, old verdicts, orphan grants
+ *	  schedule_jobs()	  schedule the three with pg_cron when it is there
  *
  *	  Each call does a bounded amount of work (max_rows) and skips rows other
  *	  transactions hold locked, so it is safe to run beside writers and
@@ -14,99 +16,140 @@
  *	  ever rises; a cursor whose transfer started below it is answered with
  *	  CHECKPOINT_EXPIRED by pull.
  *
+ *	  kizunasync.reap_state has no row after CREATE EXTENSION (so a dump
+ *	  restores without a conflict): provisioning inserts it with the first
+ *	  seq of this incarnation, and the first reap that removes something
+ *	  raises the horizon.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "miscadmin.h"
+#include "nodes/value.h"
+#include "parser/parse_func.h"
 #include "utils/builtins.h"
-#include "utils/guc.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 
 #include "kizunasync.h"
+#include "identity.h"
+#include "jsonbutil.h"
+#include "retention.h"
+#include "settings.h"
+#include "spi.h"
 
 PG_FUNCTION_INFO_V1(kz_reap_tombstones);
 PG_FUNCTION_INFO_V1(kz_compact_changelog);
 PG_FUNCTION_INFO_V1(kz_prune_clients);
+PG_FUNCTION_INFO_V1(kz_schedule_jobs);
+
+void
+kz_reap_state_read(KzReapState *rs)
+{
+	memset(rs, 0, sizeof(*rs));
+	if (kz_spi_priv("SELECT reaped_seq, reaped_at, first_seq FROM kizunasync.reap_state WHERE id",
+					0, NULL, NULL, NULL, true, 1, SPI_OK_SELECT) > 0)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		d;
+
+		rs->reaped_seq = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		d = SPI_getbinval(tup, desc, 2, &isnull);
+		if (!isnull)
+			rs->reaped_at = DatumGetTimestampTz(d);
+		d = SPI_getbinval(tup, desc, 3, &isnull);
+		if (!isnull)
+		{
+			rs->have_first_seq = true;
+			rs->first_seq = DatumGetInt64(d);
+		}
+	}
+	SPI_freetuptable(SPI_tuptable);
+}
+
+void
+kz_reap_state_init(void)
+{
+	/* the next value change_seq gives is this incarnation's first seq */
+	kz_spi_priv("INSERT INTO kizunasync.reap_state (id, reaped_seq, first_seq)"
+				" SELECT true, 0, CASE WHEN s.is_called THEN s.last_value OPERATOR(pg_catalog.+) 1"
+				"   ELSE s.last_value END FROM kizunasync.change_seq s"
+				" ON CONFLICT (id) DO NOTHING",
+				0, NULL, NULL, NULL, false, 0, SPI_OK_INSERT);
+}
 
 /*
  * Operator functions are not client RPCs.  EXECUTE is granted to
- * service_role only, but a SECURITY DEFINER function can still be reached
- * through a caller that was granted it; refuse any request whose JWT claims
+ * service_role and the database owner only, but a role granted it can
+ * still be reached with a client JWT; refuse any request whose JWT claims
  * name a role other than service_role.  Sessions without claims (cron,
  * migrations, psql as the owner) pass.
  */
 static void
-service_guard(const char *fname)
+retention_entry(FunctionCallInfo fcinfo, const char *fname)
 {
+	KzCaller	caller;
 	const char *raw = GetConfigOption("request.jwt.claims", true, false);
-	Jsonb	   *jb;
-	JsonbValue	key;
-	JsonbValue *role;
+	char	   *role;
 
+	kz_entry(fcinfo, fname, true, &caller);
 	if (raw == NULL || raw[0] == '\0')
 		return;
-	jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(raw)));
-	if (JB_ROOT_IS_OBJECT(jb))
-	{
-		key.type = jbvString;
-		key.val.string.val = "role";
-		key.val.string.len = 4;
-		role = findJsonbValueFromContainer(&jb->root, JB_FOBJECT, &key);
-		if (role != NULL && role->type == jbvString &&
-			role->val.string.len == strlen("service_role") &&
-			strncmp(role->val.string.val, "service_role", role->val.string.len) == 0)
-			return;
-	}
+	role = kz_jwt_role();
+	if (role != NULL && strcmp(role, "service_role") == 0)
+		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("kizunasync.%s() is not a client RPC", fname),
+			 errmsg("%s is not a client RPC", fname),
 			 errhint("Run it as the database owner or with the service_role key.")));
 }
 
 static int32
-max_rows_arg(FunctionCallInfo fcinfo, const char *fname)
+retention_max_rows(FunctionCallInfo fcinfo, const char *fname)
 {
 	int32		max_rows;
 
 	if (PG_ARGISNULL(0))
 		ereport(ERROR,
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("kizunasync.%s(): max_rows must not be null", fname)));
+				 errmsg("max_rows of %s must not be null", fname)));
 	max_rows = PG_GETARG_INT32(0);
 	if (max_rows < 1)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("kizunasync.%s(): max_rows must be at least 1, got %d",
-						fname, max_rows)));
+				 errmsg("max_rows of %s must be at least 1", fname),
+				 errdetail("The call asked for %d.", max_rows)));
 	return max_rows;
 }
 
-/* Run a statement with one int4 parameter; returns SPI_processed. */
+/* Run a bookkeeping statement with (max_rows, days); returns SPI_processed. */
 static uint64
-exec_int4(const char *sql, int32 arg, int expected)
+retention_exec(const char *sql, int32 max_rows, int32 days, int expected)
 {
-	Oid			argtypes[1] = {INT4OID};
-	Datum		values[1];
-	int			rc;
+	Oid			argtypes[2] = {INT4OID, INT4OID};
+	Datum		values[2];
 
-	values[0] = Int32GetDatum(arg);
-	rc = SPI_execute_with_args(sql, 1, argtypes, values, NULL, false, 0);
-	if (rc != expected)
-		elog(ERROR, "kizunasync: unexpected SPI result %d for retention statement", rc);
-	return SPI_processed;
+	values[0] = Int32GetDatum(max_rows);
+	values[1] = Int32GetDatum(days);
+	return kz_spi_priv(sql, 2, argtypes, values, NULL, false, 0, expected);
 }
 
 /* First column of the first row as int8, or 0 when NULL / no rows. */
 static int64
-first_int8(void)
+retention_first_int8(uint64 n)
 {
 	bool		isnull;
 	Datum		d;
 
-	if (SPI_processed == 0)
+	if (n == 0)
 		return 0;
 	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	return isnull ? 0 : DatumGetInt64(d);
@@ -120,32 +163,36 @@ first_int8(void)
 Datum
 kz_reap_tombstones(PG_FUNCTION_ARGS)
 {
+	const char *fname = "kizunasync.reap_tombstones()";
 	int32		max_rows;
 	int64		max_seq;
+	KzSettings	s;
+	uint64		n;
 
-	service_guard("reap_tombstones");
-	max_rows = max_rows_arg(fcinfo, "reap_tombstones");
-
-	SPI_connect();
+	retention_entry(fcinfo, fname);
+	max_rows = retention_max_rows(fcinfo, fname);
+	kz_spi_connect();
+	kz_settings_read(&s);
 
 	/*
 	 * Oldest first, in seq order, skipping tombstones a writer is replacing
 	 * right now.  A tombstone of a table that is no longer synced uses the
 	 * default TTL.
 	 */
-	exec_int4("WITH doomed AS ("
-			  "  SELECT t.seq FROM kizunasync.tombstones t"
-			  "    LEFT JOIN kizunasync.synced_tables c ON c.table_name = t.table_name"
-			  "   WHERE t.deleted_at < pg_catalog.now() - pg_catalog.make_interval("
-			  "           days => coalesce(c.tombstone_ttl_days,"
-			  "                            (SELECT s.tombstone_ttl_days FROM kizunasync.settings s)))"
-			  "   ORDER BY t.seq LIMIT $1 FOR UPDATE OF t SKIP LOCKED),"
-			  " gone AS ("
-			  "  DELETE FROM kizunasync.tombstones t USING doomed"
-			  "   WHERE t.seq = doomed.seq RETURNING t.seq)"
-			  " SELECT max(seq) FROM gone",
-			  max_rows, SPI_OK_SELECT);
-	max_seq = first_int8();
+	n = retention_exec("WITH doomed AS ("
+					   "  SELECT t.seq FROM kizunasync.tombstones t"
+					   "    LEFT JOIN kizunasync.synced_tables c"
+					   "      ON c.table_name OPERATOR(pg_catalog.=) t.table_name"
+					   "   WHERE t.deleted_at OPERATOR(pg_catalog.<) (pg_catalog.now()"
+					   "         OPERATOR(pg_catalog.-) pg_catalog.make_interval("
+					   "           days => COALESCE(c.tombstone_ttl_days, $2)))"
+					   "   ORDER BY t.seq LIMIT $1 FOR UPDATE OF t SKIP LOCKED),"
+					   " gone AS ("
+					   "  DELETE FROM kizunasync.tombstones t USING doomed"
+					   "   WHERE t.seq OPERATOR(pg_catalog.=) doomed.seq RETURNING t.seq)"
+					   " SELECT pg_catalog.max(seq) FROM gone",
+					   max_rows, s.tombstone_ttl_days, SPI_OK_SELECT);
+	max_seq = retention_first_int8(n);
 
 	/*
 	 * The horizon only rises.  It is written only when this call reaped
@@ -158,23 +205,23 @@ kz_reap_tombstones(PG_FUNCTION_ARGS)
 		Datum		values[1];
 
 		values[0] = Int64GetDatum(max_seq);
-		if (SPI_execute_with_args("UPDATE kizunasync.reap_state"
-								  "   SET reaped_seq = greatest(reaped_seq, $1),"
-								  "       reaped_at = pg_catalog.now()"
-								  " WHERE id",
-								  1, argtypes, values, NULL, false, 0) != SPI_OK_UPDATE)
-			elog(ERROR, "kizunasync: could not update the reap horizon");
+		kz_spi_priv("INSERT INTO kizunasync.reap_state AS r (id, reaped_seq, reaped_at)"
+					" VALUES (true, $1, pg_catalog.now())"
+					" ON CONFLICT (id) DO UPDATE"
+					" SET reaped_seq = GREATEST(r.reaped_seq, EXCLUDED.reaped_seq),"
+					"     reaped_at = EXCLUDED.reaped_at",
+					1, argtypes, values, NULL, false, 0, SPI_OK_INSERT);
 	}
 
 	/* Per-row HLC state of tables that are no longer synced. */
-	exec_int4("DELETE FROM kizunasync.row_hlc h"
-			  " WHERE h.ctid IN (SELECT x.ctid FROM kizunasync.row_hlc x"
-			  "   WHERE NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables c"
-			  "                      WHERE c.table_name = x.table_name)"
-			  "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
-			  max_rows, SPI_OK_DELETE);
+	retention_exec("DELETE FROM kizunasync.row_hlc h"
+				   " WHERE h.ctid IN (SELECT x.ctid FROM kizunasync.row_hlc x"
+				   "   WHERE NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables c"
+				   "                      WHERE c.table_name OPERATOR(pg_catalog.=) x.table_name)"
+				   "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
+				   max_rows, 0, SPI_OK_DELETE);
 
-	SPI_finish();
+	kz_spi_finish();
 	PG_RETURN_INT64(max_seq);
 }
 
@@ -191,82 +238,149 @@ kz_reap_tombstones(PG_FUNCTION_ARGS)
 Datum
 kz_compact_changelog(PG_FUNCTION_ARGS)
 {
+	const char *fname = "kizunasync.compact_changelog()";
 	int32		max_rows;
 	uint64		n = 0;
 
-	service_guard("compact_changelog");
-	max_rows = max_rows_arg(fcinfo, "compact_changelog");
-
-	SPI_connect();
-	n += exec_int4("DELETE FROM kizunasync.changelog l"
-				   " WHERE l.seq IN (SELECT x.seq FROM kizunasync.changelog x"
-				   "   WHERE NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables c"
-				   "                      WHERE c.table_name = x.table_name)"
-				   "      OR EXISTS (SELECT 1 FROM kizunasync.tombstones t"
-				   "                  WHERE t.table_name = x.table_name AND t.pk = x.pk"
-				   "                    AND t.seq > x.seq)"
-				   "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
-				   max_rows, SPI_OK_DELETE);
-	n += exec_int4("DELETE FROM kizunasync.conflict_journal j"
-				   " WHERE j.id IN (SELECT x.id FROM kizunasync.conflict_journal x"
-				   "   WHERE x.winner_seq IS NOT NULL"
-				   "     AND NOT EXISTS (SELECT 1 FROM kizunasync.changelog l"
-				   "                      WHERE l.seq = x.winner_seq)"
-				   "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
-				   max_rows, SPI_OK_DELETE);
-	SPI_finish();
+	retention_entry(fcinfo, fname);
+	max_rows = retention_max_rows(fcinfo, fname);
+	kz_spi_connect();
+	n += retention_exec("DELETE FROM kizunasync.changelog l"
+						" WHERE l.seq IN (SELECT x.seq FROM kizunasync.changelog x"
+						"   WHERE NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables c"
+						"                      WHERE c.table_name OPERATOR(pg_catalog.=) x.table_name)"
+						"      OR EXISTS (SELECT 1 FROM kizunasync.tombstones t"
+						"                  WHERE t.table_name OPERATOR(pg_catalog.=) x.table_name"
+						"                    AND t.pk OPERATOR(pg_catalog.=) x.pk"
+						"                    AND t.seq OPERATOR(pg_catalog.>) x.seq)"
+						"   LIMIT $1 FOR UPDATE SKIP LOCKED)",
+						max_rows, 0, SPI_OK_DELETE);
+	n += retention_exec("DELETE FROM kizunasync.conflict_journal j"
+						" WHERE j.id IN (SELECT x.id FROM kizunasync.conflict_journal x"
+						"   WHERE x.winner_seq IS NOT NULL"
+						"     AND NOT EXISTS (SELECT 1 FROM kizunasync.changelog l"
+						"                      WHERE l.seq OPERATOR(pg_catalog.=) x.winner_seq)"
+						"   LIMIT $1 FOR UPDATE SKIP LOCKED)",
+						max_rows, 0, SPI_OK_DELETE);
+	kz_spi_finish();
 	PG_RETURN_INT64((int64) n);
 }
 
 /*
  * prune_clients(max_rows integer DEFAULT 100000) RETURNS bigint
  *
- * Removes clients not seen for settings.client_ttl_days, verdict-ledger
- * entries older than that (a replay of such a mutation id is decided
- * afresh), and bucket grants of users that no longer exist in auth.users
- * (skipped where there is no auth.users table).  Returns the number of
- * clients removed.
+ * Removes clients not seen for client_ttl_days, verdict-ledger entries
+ * older than that (a replay of such a mutation id is decided afresh), and
+ * bucket grants of users that no longer exist in auth.users (skipped where
+ * there is no auth.users table).  Returns the number of clients removed.
  */
 Datum
 kz_prune_clients(PG_FUNCTION_ARGS)
 {
+	const char *fname = "kizunasync.prune_clients()";
 	int32		max_rows;
 	uint64		nclients;
+	KzSettings	s;
 
-	service_guard("prune_clients");
-	max_rows = max_rows_arg(fcinfo, "prune_clients");
+	retention_entry(fcinfo, fname);
+	max_rows = retention_max_rows(fcinfo, fname);
+	kz_spi_connect();
+	kz_settings_read(&s);
+	nclients = retention_exec("DELETE FROM kizunasync.clients k"
+							  " WHERE k.client_id IN ("
+							  "   SELECT x.client_id FROM kizunasync.clients x"
+							  "   WHERE x.last_seen OPERATOR(pg_catalog.<) (pg_catalog.now()"
+							  "         OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $2))"
+							  "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
+							  max_rows, s.client_ttl_days, SPI_OK_DELETE);
+	retention_exec("DELETE FROM kizunasync.verdicts v"
+				   " WHERE v.mutation_id IN ("
+				   "   SELECT x.mutation_id FROM kizunasync.verdicts x"
+				   "   WHERE x.recorded_at OPERATOR(pg_catalog.<) (pg_catalog.now()"
+				   "         OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $2))"
+				   "   ORDER BY x.recorded_at LIMIT $1 FOR UPDATE SKIP LOCKED)",
+				   max_rows, s.client_ttl_days, SPI_OK_DELETE);
 
-	SPI_connect();
-	nclients = exec_int4("DELETE FROM kizunasync.clients k"
-						 " WHERE k.client_id IN (SELECT x.client_id FROM kizunasync.clients x"
-						 "   WHERE x.last_seen < pg_catalog.now() - pg_catalog.make_interval("
-						 "           days => (SELECT s.client_ttl_days FROM kizunasync.settings s))"
-						 "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
-						 max_rows, SPI_OK_DELETE);
-	exec_int4("DELETE FROM kizunasync.verdicts v"
-			  " WHERE v.mutation_id IN (SELECT x.mutation_id FROM kizunasync.verdicts x"
-			  "   WHERE x.recorded_at < pg_catalog.now() - pg_catalog.make_interval("
-			  "           days => (SELECT s.client_ttl_days FROM kizunasync.settings s))"
-			  "   ORDER BY x.recorded_at LIMIT $1 FOR UPDATE SKIP LOCKED)",
-			  max_rows, SPI_OK_DELETE);
-
-	if (SPI_execute("SELECT pg_catalog.to_regclass('auth.users') IS NOT NULL",
-					true, 1) == SPI_OK_SELECT && SPI_processed == 1)
-	{
-		bool		isnull;
-		bool		have_users = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0],
-															SPI_tuptable->tupdesc, 1,
-															&isnull));
-
-		if (have_users)
-			exec_int4("DELETE FROM kizunasync.bucket_grants g"
-					  " WHERE (g.user_id, g.table_name, g.bucket_value) IN ("
-					  "   SELECT x.user_id, x.table_name, x.bucket_value"
-					  "     FROM kizunasync.bucket_grants x"
-					  "    WHERE NOT EXISTS (SELECT 1 FROM auth.users u WHERE u.id = x.user_id)"
-					  "    LIMIT $1 FOR UPDATE SKIP LOCKED)",
-					  max_rows, SPI_OK_DELETE);
-	}
-	SPI_finish();
+	/*
+	 * auth.users is Supabase Auth's table: read it only when it exists in a
+	 * schema a superuser owns (the users' ids are text in the bookkeeping).
+	 */
+	if (OidIsValid(get_namespace_oid("auth", true)) &&
+		superuser_arg(kz_namespace_owner("auth")) &&
+		OidIsValid(get_relname_relid("users", get_namespace_oid("auth", true))))
+		retention_exec("DELETE FROM kizunasync.bucket_grants g"
+					   " WHERE (g.user_id, g.table_name, g.bucket_value) IN ("
+					   "   SELECT x.user_id, x.table_name, x.bucket_value"
+					   "     FROM kizunasync.bucket_grants x"
+					   "    WHERE NOT EXISTS (SELECT 1 FROM auth.users u"
+					   "                       WHERE u.id::pg_catalog.text OPERATOR(pg_catalog.=) x.user_id)"
+					   "    LIMIT $1 FOR UPDATE SKIP LOCKED)",
+					   max_rows, 0, SPI_OK_DELETE);
+	kz_spi_finish();
 	PG_RETURN_INT64((int64) nclients);
+}
+
+/*
+ * schedule_jobs() RETURNS jsonb
+ *
+ * Schedules the three retention jobs with pg_cron when it is installed in
+ * this database (cron.schedule(name, schedule, command) replaces a job of
+ * the same name; the jobs run as the caller); never requires it.  Returns
+ * {"jobs": {name: schedule}, "pg_cron": bool}.
+ */
+Datum
+kz_schedule_jobs(PG_FUNCTION_ARGS)
+{
+	static const char *const names[3] = {
+		"kizunasync-reap-tombstones", "kizunasync-compact-changelog", "kizunasync-prune-clients"
+	};
+	static const char *const commands[3] = {
+		"SELECT kizunasync.reap_tombstones()", "SELECT kizunasync.compact_changelog()",
+		"SELECT kizunasync.prune_clients()"
+	};
+	KzSettings	s;
+	const char *schedules[3];
+	bool		have_cron;
+	Oid			fn = InvalidOid;
+	JsonbParseState *ps = NULL;
+	JsonbValue *res;
+	Jsonb	   *result;
+	int			i;
+
+	retention_entry(fcinfo, "kizunasync.schedule_jobs()");
+	kz_spi_connect();
+	kz_settings_read(&s);
+	schedules[0] = s.reap_schedule;
+	schedules[1] = s.compact_schedule;
+	schedules[2] = s.client_prune_schedule;
+
+	have_cron = OidIsValid(get_extension_oid("pg_cron", true));
+	if (have_cron)
+	{
+		Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
+
+		fn = LookupFuncName(list_make2(makeString("cron"), makeString("schedule")),
+							3, argtypes, true);
+		if (!OidIsValid(fn) || !superuser_arg(kz_namespace_owner("cron")))
+			ereport(ERROR,
+					(errcode(ERRCODE_UNDEFINED_FUNCTION),
+					 errmsg("pg_cron is installed but cron.schedule(text, text, text) was not found"
+							" in a schema owned by a superuser")));
+		for (i = 0; i < 3; i++)
+			(void) OidFunctionCall3(fn, CStringGetTextDatum(names[i]),
+									CStringGetTextDatum(schedules[i]),
+									CStringGetTextDatum(commands[i]));
+	}
+
+	pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
+	kz_jsonb_push_key(&ps, "jobs");
+	pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
+	for (i = 0; i < 3; i++)
+		kz_jsonb_push_kv_string(&ps, names[i], schedules[i]);
+	pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
+	kz_jsonb_push_kv_bool(&ps, "pg_cron", have_cron);
+	res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
+	result = (Jsonb *) SPI_datumTransfer(JsonbPGetDatum(JsonbValueToJsonb(res)), false, -1);
+	kz_spi_finish();
+	PG_RETURN_JSONB_P(result);
 }

@@ -53,7 +53,7 @@ rowkey_component(Oid type, Datum value)
 		default:
 			ereport(ERROR,
 					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-					 errmsg("kizunasync: key column has type %s, which no row key may have",
+					 errmsg("key column has type %s, which no row key may have",
 							format_type_be(type))));
 	}
 	return NULL;				/* keep compiler quiet */
@@ -70,7 +70,7 @@ kz_rowkey_render(const KzTableConf *conf, const Datum *values, const bool *isnul
 		if (isnull[i])
 			ereport(ERROR,
 					(errcode(ERRCODE_NOT_NULL_VIOLATION),
-					 errmsg("kizunasync: key column \"%s\" of table \"%s\" is null",
+					 errmsg("key column \"%s\" of table \"%s\" is null",
 							conf->key_columns[i], conf->table_name)));
 	}
 
@@ -337,21 +337,4 @@ kz_rowkey_parse(const KzTableConf *conf, const char *pk, Datum *values)
 	memcpy(tmp, values, sizeof(Datum) * conf->nkeys);
 	again = kz_rowkey_render(conf, tmp, nulls);
 	return strcmp(again, pk) == 0;
-}
-
-/*
- * kizunasync._pk_canonical(tbl regclass, pk text) RETURNS boolean
- *
- * Test helper (no grants): kz_rowkey_parse() for a synced table.
- */
-PG_FUNCTION_INFO_V1(kz_pk_canonical);
-
-Datum
-kz_pk_canonical(PG_FUNCTION_ARGS)
-{
-	KzTableConf *conf = kz_tableconf_by_relid(PG_GETARG_OID(0), false);
-	char	   *pk = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	Datum	   *values = palloc(sizeof(Datum) * conf->nkeys);
-
-	PG_RETURN_BOOL(kz_rowkey_parse(conf, pk, values));
 }

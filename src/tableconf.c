@@ -13,8 +13,8 @@
  *	 - a relcache invalidation names a cached table (ALTER TABLE may have
  *	   moved, renamed or dropped a key or bucket column), or
  *	 - a relcache reset (relid InvalidOid) happens.
- * Lookups read synced_tables with SPI as the owner of synced_tables, so they
- * work whatever role the caller runs as.
+ * Lookups read synced_tables with SPI in a privileged section, so they work
+ * whatever role the caller runs as.
  *
  *-------------------------------------------------------------------------
  */
@@ -39,6 +39,7 @@
 #include "utils/syscache.h"
 
 #include "kizunasync.h"
+#include "spi.h"
 #include "tableconf.h"
 
 typedef struct KzConfEntry
@@ -120,7 +121,7 @@ conf_attnum(Oid relid, const char *table_name, const char *colname, const char *
 	if (attnum == InvalidAttrNumber || attnum < 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_COLUMN),
-				 errmsg("kizunasync: %s column \"%s\" of synced table \"%s\" does not exist",
+				 errmsg("%s column \"%s\" of synced table \"%s\" does not exist",
 						what, colname, table_name),
 				 errhint("Re-provision the table with kizunasync.sync_table().")));
 	return attnum;
@@ -172,52 +173,33 @@ conf_copy(KzTableConf *dst, const KzTableConf *src)
 static KzTableConf *
 conf_load(Oid relid, const char *table_name)
 {
-	Oid			owner;
-	Oid			save_userid;
-	int			save_sec;
-	int			ret;
 	KzTableConf *result = NULL;
 	Oid			argtype;
 	Datum		arg;
 	const char *sql_base =
-		"SELECT table_name, relid::oid, sync_mode, bucket_column, key_columns, "
+		"SELECT table_name, relid::pg_catalog.oid, sync_mode, bucket_column, key_columns, "
 		"conflict_mode, conflict_journal, soft_delete_column, "
-		"coalesce(tombstone_ttl_days, 0), min_schema_version, register_clients, wakeup "
+		"COALESCE(tombstone_ttl_days, 0), min_schema_version, register_clients, wakeup "
 		"FROM kizunasync.synced_tables WHERE ";
 	char	   *sql;
 	MemoryContext callercxt = CurrentMemoryContext;	/* SPI's dies at SPI_finish */
 
-	owner = InvalidOid;
-	{
-		HeapTuple	tp = SearchSysCache1(RELOID, ObjectIdGetDatum(synced_tables_relid));
-
-		if (!HeapTupleIsValid(tp))
-			elog(ERROR, "cache lookup failed for relation %u", synced_tables_relid);
-		owner = ((Form_pg_class) GETSTRUCT(tp))->relowner;
-		ReleaseSysCache(tp);
-	}
-
 	if (OidIsValid(relid))
 	{
-		sql = psprintf("%srelid = $1::regclass", sql_base);
-		argtype = OIDOID;
+		sql = psprintf("%srelid OPERATOR(pg_catalog.=) $1", sql_base);
+		argtype = REGCLASSOID;
 		arg = ObjectIdGetDatum(relid);
 	}
 	else
 	{
-		sql = psprintf("%stable_name = $1", sql_base);
+		sql = psprintf("%stable_name OPERATOR(pg_catalog.=) $1", sql_base);
 		argtype = TEXTOID;
 		arg = CStringGetTextDatum(table_name);
 	}
 
-	GetUserIdAndSecContext(&save_userid, &save_sec);
-	SetUserIdAndSecContext(owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
-
-	if (SPI_connect() != SPI_OK_CONNECT)
-		elog(ERROR, "SPI_connect failed");
-	ret = SPI_execute_with_args(sql, 1, &argtype, &arg, NULL, true, 1);
-	if (ret != SPI_OK_SELECT)
-		elog(ERROR, "kizunasync: reading synced_tables failed: %s", SPI_result_code_string(ret));
+	kz_spi_connect();
+	/* not read-only: see the configuration written earlier in this command */
+	kz_spi_priv(sql, 1, &argtype, &arg, NULL, false, 1, SPI_OK_SELECT);
 
 	if (SPI_processed == 1)
 	{
@@ -279,16 +261,14 @@ conf_load(Oid relid, const char *table_name)
 		 * and only after SPI is done: lock acquisition inside SPI may process
 		 * invalidations that reset the cache.
 		 */
-		SPI_finish();
-		SetUserIdAndSecContext(save_userid, save_sec);
+		kz_spi_finish();
 		conf_cache_init();
 		entry = hash_search(conf_hash, &rel, HASH_ENTER, &found);
 		conf_copy(&entry->conf, c);
 		return &entry->conf;
 	}
 
-	SPI_finish();
-	SetUserIdAndSecContext(save_userid, save_sec);
+	kz_spi_finish();
 	return result;
 }
 
@@ -307,7 +287,7 @@ kz_tableconf_by_relid(Oid relid, bool missing_ok)
 	if (conf == NULL && !missing_ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("kizunasync: table \"%s\" is not synced",
+				 errmsg("table \"%s\" is not synced",
 						get_rel_name(relid) ? get_rel_name(relid) : "?")));
 	return conf;
 }
@@ -334,7 +314,7 @@ kz_tableconf_by_name(const char *table_name, bool missing_ok)
 	if (conf == NULL && !missing_ok)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_TABLE),
-				 errmsg("kizunasync: table \"%s\" is not synced", table_name)));
+				 errmsg("table \"%s\" is not synced", table_name)));
 	return conf;
 }
 

@@ -24,7 +24,12 @@
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 
-#include "push_internal.h"
+#include "jsonbutil.h"
+#include "push_write.h"
+#include "render.h"
+#include "spi.h"
+#include "transforms.h"
+#include "verdict.h"
 
 static bool
 is_numeric_type(Oid t)
@@ -35,9 +40,9 @@ is_numeric_type(Oid t)
 
 /* The transform object {op, by|values} of column col in the mutation. */
 static Jsonb *
-transform_object(KzMutationCtx *ctx, const char *col)
+transform_object(Jsonb *mutation, const char *col)
 {
-	Jsonb	   *tf = kz_jsonb_get(ctx->mutation, "transforms");
+	Jsonb	   *tf = kz_jsonb_get(mutation, "transforms");
 
 	return kz_jsonb_get(tf, col);
 }
@@ -49,7 +54,7 @@ increment_by(Jsonb *t)
 	JsonbValue	v;
 
 	if (by == NULL || !JsonbExtractScalar(&by->root, &v))
-		elog(ERROR, "kizunasync.push(): validated increment lost its by");
+		elog(ERROR, "validated increment lost its by");
 	return kz_jsonb_scalar_text(&v);
 }
 
@@ -62,7 +67,7 @@ transform_values(Jsonb *t)
 	int			i;
 
 	if (vals == NULL || !JB_ROOT_IS_ARRAY(vals))
-		elog(ERROR, "kizunasync.push(): validated transform lost its values");
+		elog(ERROR, "validated transform lost its values");
 	n = JB_ROOT_COUNT(vals);
 	items = palloc(sizeof(Datum) * (n + 1));
 	for (i = 0; i < n; i++)
@@ -75,32 +80,25 @@ transform_values(Jsonb *t)
 }
 
 const char *
-kz_push_apply_transforms(KzMutationCtx *ctx, uint64 *nrows)
+kz_transforms_apply(KzTableDesc *t, const KzMutationReq *m, Jsonb *mutation, Datum *keyvals,
+					uint64 *nrows)
 {
-	KzPushTable *tab = ctx->tab;
-	KzMutationReq *m = ctx->req;
-	int			nk = tab->conf->nkeys;
+	int			nk = t->conf->nkeys;
 	Oid		   *types = palloc(sizeof(Oid) * (nk + 1));
 	Datum	   *values = palloc(sizeof(Datum) * (nk + 1));
-	StringInfoData pred;
+	char	   *pred = kz_render_key_predicate(t, 1);
 	int			i;
 
-	initStringInfo(&pred);
-	for (i = 0; i < nk; i++)
-	{
-		appendStringInfo(&pred, "%st.%s = $%d", i ? " AND " : "",
-						 quote_identifier(tab->conf->key_columns[i]), i + 2);
-		types[i + 1] = tab->conf->key_types[i];
-		values[i + 1] = ctx->keyvals[i];
-	}
+	kz_push_key_params(t, keyvals, 1, types, values);
 	*nrows = 0;
 	for (i = 0; i < m->ntransforms; i++)
 	{
 		KzTransformReq *x = &m->transforms[i];
-		KzColumn   *c = kz_push_column(tab, x->column);
-		Jsonb	   *t = transform_object(ctx, x->column);
+		KzColumn   *c = kz_tabledesc_column(t, x->column);
+		Jsonb	   *tf = transform_object(mutation, x->column);
 		const char *q = quote_identifier(x->column);
 		char	   *sql;
+		uint64		n;
 
 		if (x->op == KZ_TF_INCREMENT)
 		{
@@ -109,38 +107,38 @@ kz_push_apply_transforms(KzMutationCtx *ctx, uint64 *nrows)
 			if (!is_numeric_type(c->basetype))
 				return KZ_R_CONSTRAINT;
 			calc = (c->basetype == FLOAT4OID || c->basetype == FLOAT8OID)
-				? "COALESCE(t.%s, 0)::pg_catalog.float8 + $1::pg_catalog.float8"
-				: "COALESCE(t.%s, 0)::pg_catalog.numeric + $1::pg_catalog.numeric";
+				? "COALESCE(t.%s, 0)::pg_catalog.float8 OPERATOR(pg_catalog.+) $1::pg_catalog.float8"
+				: "COALESCE(t.%s, 0)::pg_catalog.numeric OPERATOR(pg_catalog.+) $1::pg_catalog.numeric";
 			types[0] = TEXTOID;
-			values[0] = CStringGetTextDatum(increment_by(t));
-			sql = psprintf("UPDATE %s AS t SET %s = %s WHERE %s", tab->qname, q,
-						   psprintf(calc, q), pred.data);
+			values[0] = CStringGetTextDatum(increment_by(tf));
+			sql = psprintf("UPDATE ONLY %s AS t SET %s = %s WHERE %s", t->qualname, q,
+						   psprintf(calc, q), pred);
 		}
 		else
 		{
 			if (get_element_type(c->basetype) == InvalidOid)
 				return KZ_R_CONSTRAINT;
 			types[0] = TEXTARRAYOID;
-			values[0] = PointerGetDatum(transform_values(t));
+			values[0] = PointerGetDatum(transform_values(tf));
 			if (x->op == KZ_TF_ARRAY_UNION)
-				sql = psprintf("UPDATE %s AS t SET %s = (SELECT COALESCE(pg_catalog.array_agg(s.e ORDER BY s.o), '{}')"
+				sql = psprintf("UPDATE ONLY %s AS t SET %s = (SELECT COALESCE(pg_catalog.array_agg(s.e ORDER BY s.o), '{}')"
 							   " FROM (SELECT DISTINCT ON (u.e) u.e, u.o FROM pg_catalog.unnest("
 							   "pg_catalog.array_cat(COALESCE(t.%s, '{}'), $1::%s)) WITH ORDINALITY AS u(e, o)"
 							   " ORDER BY u.e, u.o) s)::%s WHERE %s",
-							   tab->qname, q, q, c->typname_sql, c->typname_sql, pred.data);
+							   t->qualname, q, q, c->typname_sql, c->typname_sql, pred);
 			else
-				sql = psprintf("UPDATE %s AS t SET %s = (SELECT COALESCE(pg_catalog.array_agg(u.e ORDER BY u.o), '{}')"
+				sql = psprintf("UPDATE ONLY %s AS t SET %s = (SELECT COALESCE(pg_catalog.array_agg(u.e ORDER BY u.o), '{}')"
 							   " FROM pg_catalog.unnest(COALESCE(t.%s, '{}')) WITH ORDINALITY AS u(e, o)"
 							   " WHERE u.e IS NULL OR NOT (u.e = ANY ($1::%s)))::%s WHERE %s",
-							   tab->qname, q, q, c->typname_sql, c->typname_sql, pred.data);
+							   t->qualname, q, q, c->typname_sql, c->typname_sql, pred);
 		}
-		kz_spi_as_caller(sql, nk + 1, types, values, NULL, false, 0);
-		if (SPI_processed == 0)
+		n = kz_spi_run(sql, nk + 1, types, values, NULL, false, 0, SPI_OK_UPDATE);
+		if (n == 0)
 		{
 			*nrows = 0;
 			return NULL;
 		}
-		*nrows += SPI_processed;
+		*nrows += n;
 	}
 	return NULL;
 }

@@ -4,7 +4,8 @@
  *	  Wake-up hints for synced tables.
  *
  *	  A hint carries no row data.  Where Supabase Realtime is installed
- *	  (realtime.send(jsonb, text, text, boolean) exists) it is a private
+ *	  (realtime.send(jsonb, text, text, boolean) exists in a schema owned by
+ *	  a superuser) it is a private
  *	  broadcast on topic "kizunasync:<table>" with event "changed" and payload
  *	  {"t": "<table>"}; otherwise, when kizunasync.notify_fallback is on, a
  *	  plain NOTIFY on channel "kizunasync:<table>" (cut to the 63-byte channel
@@ -23,12 +24,16 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
 #include "mb/pg_wchar.h"
+#include "miscadmin.h"
 #include "nodes/pg_list.h"
 #include "nodes/value.h"
 #include "parser/parse_func.h"
@@ -37,7 +42,10 @@
 #include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
+#include "utils/resowner.h"
+#include "utils/syscache.h"
 
+#include "identity.h"
 #include "wakeup.h"
 
 typedef struct SentHint
@@ -50,6 +58,7 @@ static List *sent_hints = NIL;	/* in TopTransactionContext */
 static bool callbacks_registered = false;
 static bool notify_fallback = false;	/* GUC kizunasync.notify_fallback */
 static int	realtime_state = -1;	/* -1 unknown in this xact, 0 absent, 1 present */
+static Oid	realtime_fn = InvalidOid;
 
 static void
 wakeup_xact_callback(XactEvent event, void *arg)
@@ -91,29 +100,67 @@ wakeup_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
+/*
+ * realtime.send(jsonb, text, text, boolean), when schema realtime is owned
+ * by a superuser (Supabase installs it so); a schema planted by a role with
+ * CREATE on the database is ignored.  InvalidOid when there is none.
+ */
+static Oid
+wakeup_realtime_send(void)
+{
+	Oid			argtypes[4] = {JSONBOID, TEXTOID, TEXTOID, BOOLOID};
+	Oid			nsp;
+	HeapTuple	tp;
+	Oid			nspowner;
+
+	nsp = get_namespace_oid("realtime", true);
+	if (!OidIsValid(nsp))
+		return InvalidOid;
+	tp = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
+	if (!HeapTupleIsValid(tp))
+		return InvalidOid;
+	nspowner = ((Form_pg_namespace) GETSTRUCT(tp))->nspowner;
+	ReleaseSysCache(tp);
+	if (!superuser_arg(nspowner))
+		return InvalidOid;
+	return LookupFuncName(list_make2(makeString("realtime"), makeString("send")),
+						  4, argtypes, true);
+}
+
 static bool
 realtime_available(void)
 {
 	if (realtime_state < 0)
 	{
-		Oid			argtypes[4] = {JSONBOID, TEXTOID, TEXTOID, BOOLOID};
-		Oid			fn;
-
-		/* missing_ok: no realtime schema or no such function gives InvalidOid */
-		fn = LookupFuncName(list_make2(makeString("realtime"), makeString("send")),
-							4, argtypes, true);
-		realtime_state = OidIsValid(fn) ? 1 : 0;
+		realtime_fn = wakeup_realtime_send();
+		realtime_state = OidIsValid(realtime_fn) ? 1 : 0;
 	}
 	return realtime_state == 1;
 }
 
+/* Errors that end the statement rather than just the hint. */
+static bool
+wakeup_error_cancels(int sqlerrcode)
+{
+	return ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_OPERATOR_INTERVENTION ||
+		sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE;
+}
+
+/*
+ * Call realtime.send through fmgr, as the synced table's owner under
+ * SECURITY_RESTRICTED_OPERATION with search_path pinned, in a
+ * subtransaction: should it fail, the write must not (the hint is lost and
+ * clients catch up at their next poll), unless the failure is a cancel or a
+ * timeout, which ends the statement as it would anywhere else.
+ */
 static void
-send_realtime(const char *table_name)
+send_realtime(const char *table_name, Oid relid)
 {
 	StringInfoData topic;
 	StringInfoData payload;
-	Oid			argtypes[3] = {TEXTOID, TEXTOID, TEXTOID};
-	Datum		values[3];
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	Datum		payload_jb;
 
 	initStringInfo(&topic);
 	appendStringInfo(&topic, "kizunasync:%s", table_name);
@@ -121,52 +168,42 @@ send_realtime(const char *table_name)
 	appendStringInfoString(&payload, "{\"t\": ");
 	escape_json(&payload, table_name);
 	appendStringInfoChar(&payload, '}');
+	payload_jb = DirectFunctionCall1(jsonb_in, CStringGetDatum(payload.data));
 
-	values[0] = CStringGetTextDatum(payload.data);
-	values[1] = CStringGetTextDatum("changed");
-	values[2] = CStringGetTextDatum(topic.data);
-
-	/*
-	 * realtime.send is documented never to raise; should it fail anyway, the
-	 * write that triggered the hint must not: run it in a subtransaction and
-	 * turn a failure into a WARNING (the hint is lost, clients catch up at
-	 * their next poll).
-	 */
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
 	{
-		MemoryContext oldcxt = CurrentMemoryContext;
-		ResourceOwner oldowner = CurrentResourceOwner;
+		KzUserSwitch sw;
 
-		BeginInternalSubTransaction(NULL);
+		kz_as_restricted_begin(&sw, kz_rel_owner(relid), true);
+		(void) OidFunctionCall4(realtime_fn, payload_jb,
+								CStringGetTextDatum("changed"),
+								CStringGetTextDatum(topic.data),
+								BoolGetDatum(true));
+		kz_as_restricted_end(&sw);
+		ReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
-		PG_TRY();
-		{
-			if (SPI_connect() != SPI_OK_CONNECT)
-				elog(ERROR, "kizunasync: SPI_connect failed");
-			if (SPI_execute_with_args("SELECT realtime.send($1::jsonb, $2, $3, true)",
-									  3, argtypes, values, NULL, false, 0) != SPI_OK_SELECT)
-				elog(ERROR, "kizunasync: realtime.send failed");
-			SPI_finish();
-			ReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(oldcxt);
-			CurrentResourceOwner = oldowner;
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(oldcxt);
-			edata = CopyErrorData();
-			FlushErrorState();
-			RollbackAndReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(oldcxt);
-			CurrentResourceOwner = oldowner;
-			ereport(WARNING,
-					(errmsg("kizunasync: wake-up hint for table \"%s\" was not sent", table_name),
-					 errdetail("realtime.send failed: %s", edata->message)));
-			FreeErrorData(edata);
-		}
-		PG_END_TRY();
+		CurrentResourceOwner = oldowner;
 	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(oldcxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+		if (wakeup_error_cancels(edata->sqlerrcode))
+			ReThrowError(edata);
+		ereport(WARNING,
+				(errmsg("wake-up hint for synced table \"%s\" was not sent", table_name),
+				 errdetail("realtime.send failed: %s", edata->message)));
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
 }
 
 static void
@@ -195,7 +232,7 @@ kz_wakeup_define_gucs(void)
 }
 
 void
-kz_wakeup_note(const char *table_name)
+kz_wakeup_note(const char *table_name, Oid relid)
 {
 	ListCell   *lc;
 	MemoryContext oldcxt;
@@ -215,7 +252,7 @@ kz_wakeup_note(const char *table_name)
 	}
 
 	if (realtime_available())
-		send_realtime(table_name);
+		send_realtime(table_name, relid);
 	else if (notify_fallback)
 		send_notify(table_name);
 	else

@@ -7,9 +7,9 @@ DO $kz$
 DECLARE
 	missing text;
 BEGIN
-	SELECT string_agg(r, ', ' ORDER BY r) INTO missing
-	  FROM unnest(ARRAY['anon', 'authenticated', 'service_role']) AS r
-	 WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = r);
+	SELECT pg_catalog.string_agg(r, ', ' ORDER BY r) INTO missing
+	  FROM pg_catalog.unnest(ARRAY['anon', 'authenticated', 'service_role']) AS r
+	 WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) r);
 	IF missing IS NOT NULL THEN
 		RAISE EXCEPTION 'kizunasync requires the Supabase API roles, missing: %', missing
 			USING ERRCODE = '42704',
@@ -20,12 +20,23 @@ $kz$;
 
 -- ---------------------------------------------------------------------------
 -- Bookkeeping.  No API role gets any privilege on these tables (see the
--- grants part); every access goes through the SECURITY DEFINER functions.
+-- grants part); every access goes through the extension's functions, which
+-- touch them in privileged sections (decisions/0060).  Text keys use the
+-- "C" collation: bytewise, and immune to collation library upgrades.
+-- Tables that a restore must carry are registered with
+-- pg_extension_config_dump; none gets a row at install, so a dump restores
+-- into a fresh install without a conflict (decisions/0081).
 -- ---------------------------------------------------------------------------
 
 -- One global change sequence across all synced tables.  CACHE 1 matters: a
 -- backend-local cache would hand out numbers outside the sequencing fence.
+-- A new install starts numbering at the current time in microseconds, so a
+-- re-created extension never reuses the seq range of an earlier one
+-- (decisions/0084).
 CREATE SEQUENCE kizunasync.change_seq AS bigint MINVALUE 1 START 1 CACHE 1;
+SELECT pg_catalog.setval('kizunasync.change_seq',
+		(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,
+		false);
 
 -- Lock target of the sequencing fence (never holds rows).  Writers take
 -- RowExclusiveLock on it around "draw a seq + insert its entry"; a pull takes
@@ -33,25 +44,26 @@ CREATE SEQUENCE kizunasync.change_seq AS bigint MINVALUE 1 START 1 CACHE 1;
 -- decisions/0010-sequencing.md.
 CREATE TABLE kizunasync.seq_fence (dummy boolean);
 
--- Deployment settings (singleton row).
+-- Deployment settings: zero or one row; a NULL or absent value takes the
+-- default (src/settings.c).  Changed with kizunasync.configure().
 CREATE TABLE kizunasync.settings (
 	id                  boolean PRIMARY KEY DEFAULT true CHECK (id),
-	max_pull_scan       integer NOT NULL DEFAULT 5000 CHECK (max_pull_scan >= 1),
-	max_pull_limit      integer NOT NULL DEFAULT 5000 CHECK (max_pull_limit >= 1),
-	max_batch_size      integer NOT NULL DEFAULT 500 CHECK (max_batch_size BETWEEN 1 AND 1000),
-	require_atomic      boolean NOT NULL DEFAULT false,
-	tombstone_ttl_days  integer NOT NULL DEFAULT 30 CHECK (tombstone_ttl_days >= 1),
-	client_ttl_days     integer NOT NULL DEFAULT 90 CHECK (client_ttl_days >= 1),
-	hlc_max_skew_ms     integer NOT NULL DEFAULT 5000 CHECK (hlc_max_skew_ms >= 0),
-	reap_schedule       text NOT NULL DEFAULT '16 3 * * *',
-	compact_schedule    text NOT NULL DEFAULT '47 3 * * *',
-	client_prune_schedule text NOT NULL DEFAULT '31 3 * * *'
+	max_pull_scan       integer CHECK (max_pull_scan >= 1),
+	max_pull_limit      integer CHECK (max_pull_limit >= 1),
+	max_batch_size      integer CHECK (max_batch_size BETWEEN 1 AND 1000),
+	require_atomic      boolean,
+	tombstone_ttl_days  integer CHECK (tombstone_ttl_days >= 1),
+	client_ttl_days     integer CHECK (client_ttl_days >= 1),
+	hlc_max_skew_ms     integer CHECK (hlc_max_skew_ms >= 0),
+	reap_schedule       text,
+	compact_schedule    text,
+	client_prune_schedule text,
+	pull_wait_ms        integer CHECK (pull_wait_ms BETWEEN 0 AND 10000)
 );
-INSERT INTO kizunasync.settings DEFAULT VALUES;
 
 -- One row per synced table.  table_name is the wire name clients use.
 CREATE TABLE kizunasync.synced_tables (
-	table_name          text PRIMARY KEY,
+	table_name          text COLLATE "C" PRIMARY KEY,
 	relid               regclass NOT NULL UNIQUE,
 	sync_mode           text NOT NULL DEFAULT 'read-write'
 		CHECK (sync_mode IN ('pull-only', 'read-write')),
@@ -70,12 +82,15 @@ CREATE TABLE kizunasync.synced_tables (
 );
 
 -- Latest change per (table, row key).  bucket_value is the row's bucket value
--- as text ('' on an unbucketed table, NULL for a NULL value on a bucketed one).
+-- as text ('' on an unbucketed table, NULL for a NULL value on a bucketed
+-- one); row_xmin is the raw xmin of the row version it was captured from
+-- (kizunasync.repair_table compares it).
 CREATE TABLE kizunasync.changelog (
 	seq                 bigint PRIMARY KEY,
-	table_name          text NOT NULL,
-	pk                  text NOT NULL,
-	bucket_value        text,
+	table_name          text COLLATE "C" NOT NULL,
+	pk                  text COLLATE "C" NOT NULL,
+	bucket_value        text COLLATE "C",
+	row_xmin            xid,
 	UNIQUE (table_name, pk)
 );
 CREATE INDEX changelog_bucket_idx ON kizunasync.changelog (table_name, bucket_value, seq);
@@ -83,9 +98,9 @@ CREATE INDEX changelog_bucket_idx ON kizunasync.changelog (table_name, bucket_va
 -- Deletes and bucket move-outs: one per (table, row key, bucket value left).
 CREATE TABLE kizunasync.tombstones (
 	seq                 bigint PRIMARY KEY,
-	table_name          text NOT NULL,
-	pk                  text NOT NULL,
-	bucket_value        text NOT NULL DEFAULT '',
+	table_name          text COLLATE "C" NOT NULL,
+	pk                  text COLLATE "C" NOT NULL,
+	bucket_value        text COLLATE "C" NOT NULL DEFAULT '',
 	bucket_snapshot     jsonb NOT NULL DEFAULT '{}',
 	deleted_at          timestamptz NOT NULL DEFAULT now(),
 	UNIQUE (table_name, pk, bucket_value)
@@ -94,27 +109,30 @@ CREATE INDEX tombstones_bucket_idx ON kizunasync.tombstones (table_name, bucket_
 CREATE INDEX tombstones_deleted_at_idx ON kizunasync.tombstones (deleted_at);
 
 -- (user, table, bucket value) pairs a user has received a live row from.
+-- user_id is the JWT "sub" (any text: third-party auth ids are not uuids).
 CREATE TABLE kizunasync.bucket_grants (
-	user_id             uuid NOT NULL,
-	table_name          text NOT NULL,
-	bucket_value        text NOT NULL,
+	user_id             text COLLATE "C" NOT NULL,
+	table_name          text COLLATE "C" NOT NULL,
+	bucket_value        text COLLATE "C" NOT NULL,
 	granted_at          timestamptz NOT NULL DEFAULT now(),
 	PRIMARY KEY (user_id, table_name, bucket_value)
 );
 
 -- Per-row, per-column HLC high-water (hlc conflict mode).
 CREATE TABLE kizunasync.row_hlc (
-	table_name          text NOT NULL,
-	pk                  text NOT NULL,
+	table_name          text COLLATE "C" NOT NULL,
+	pk                  text COLLATE "C" NOT NULL,
 	column_hlc          jsonb NOT NULL DEFAULT '{}',
 	PRIMARY KEY (table_name, pk)
 );
 
--- Opt-in journal of overwritten values (draws no seq).
+-- Opt-in journal of overwritten values (draws no seq).  id only orders the
+-- rows; it is not a key, so a restore of a dump without its sequence never
+-- collides.
 CREATE TABLE kizunasync.conflict_journal (
-	id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-	table_name          text NOT NULL,
-	pk                  text NOT NULL,
+	id                  bigint GENERATED ALWAYS AS IDENTITY,
+	table_name          text COLLATE "C" NOT NULL,
+	pk                  text COLLATE "C" NOT NULL,
 	column_name         text NOT NULL,
 	loser_value         jsonb NOT NULL,
 	winner_mutation_id  uuid NOT NULL,
@@ -129,35 +147,39 @@ CREATE INDEX conflict_journal_row_idx ON kizunasync.conflict_journal (table_name
 -- server_row is JSON null and is rendered again on replay.
 CREATE TABLE kizunasync.verdicts (
 	mutation_id         uuid PRIMARY KEY,
-	user_id             uuid,
-	table_name          text,
-	pk                  text,
+	user_id             text COLLATE "C",
+	table_name          text COLLATE "C",
+	pk                  text COLLATE "C",
 	verdict             jsonb NOT NULL,
 	recorded_at         timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX verdicts_recorded_at_idx ON kizunasync.verdicts (recorded_at);
 
--- Optional client registry.
+-- Optional client registry: the last cursor handed out, and the reap
+-- horizon the pull that handed it out saw (a paused bootstrap expires when
+-- a reap passed it since).
 CREATE TABLE kizunasync.clients (
 	client_id           uuid PRIMARY KEY,
-	user_id             uuid NOT NULL,
+	user_id             text COLLATE "C" NOT NULL,
 	cursor              text NOT NULL DEFAULT '0',
 	last_mutation_id    uuid,
 	schema_version      integer NOT NULL DEFAULT 1,
-	last_seen           timestamptz NOT NULL DEFAULT now()
+	last_seen           timestamptz NOT NULL DEFAULT now(),
+	cursor_horizon      bigint
 );
 CREATE INDEX clients_user_id_idx ON kizunasync.clients (user_id);
 CREATE INDEX clients_last_seen_idx ON kizunasync.clients (last_seen);
 
--- Reap horizon (singleton): the highest seq ever reaped.
+-- Reap horizon: zero or one row; the highest seq ever reaped, and the first
+-- seq of this incarnation of the extension (written by provisioning).
 CREATE TABLE kizunasync.reap_state (
 	id                  boolean PRIMARY KEY DEFAULT true CHECK (id),
 	reaped_seq          bigint NOT NULL DEFAULT 0,
-	reaped_at           timestamptz
+	reaped_at           timestamptz,
+	first_seq           bigint
 );
-INSERT INTO kizunasync.reap_state DEFAULT VALUES;
 
--- pg_dump keeps user state of an extension only for registered tables.
+-- pg_dump keeps user state of an extension only for registered objects.
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.settings', '');
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.synced_tables', '');
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.changelog', '');
@@ -165,6 +187,7 @@ SELECT pg_catalog.pg_extension_config_dump('kizunasync.tombstones', '');
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.bucket_grants', '');
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.row_hlc', '');
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.conflict_journal', '');
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.conflict_journal_id_seq', '');
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.verdicts', '');
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.clients', '');
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.reap_state', '');

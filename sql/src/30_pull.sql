@@ -1,8 +1,8 @@
 -- ---------------------------------------------------------------------------
--- kizunasync.pull: the pull RPC (src/pull.c).  SECURITY DEFINER so it can
--- read the bookkeeping; application rows are read as the caller (RLS and
--- column privileges apply).  TimeZone is pinned to UTC so rows, bucket
--- values and tombstone times render the same for every caller.
+-- kizunasync.pull: the pull RPC (src/pull.c).  SECURITY INVOKER: application
+-- rows are read as the caller (RLS and column privileges apply), the
+-- bookkeeping in privileged sections; values render under UTC and fixed
+-- output settings whoever calls.
 -- EXECUTE: authenticated and service_role (99_grants.sql), not anon
 -- (decisions/0020-pull-not-for-anon.md).
 -- ---------------------------------------------------------------------------
@@ -15,9 +15,6 @@ CREATE FUNCTION kizunasync.pull(
 RETURNS jsonb
 LANGUAGE c
 VOLATILE
-SECURITY DEFINER
-SET search_path = ''
-SET "TimeZone" = 'UTC'
 AS 'MODULE_PATHNAME', 'kz_pull';
 
 COMMENT ON FUNCTION kizunasync.pull(jsonb, text, integer, integer, uuid) IS

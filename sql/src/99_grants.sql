@@ -1,39 +1,35 @@
 -- ---------------------------------------------------------------------------
--- Privileges (last part of the install script).  Clients reach the extension
--- only through the granted RPCs: anon gets nothing at all (not even USAGE),
--- authenticated gets USAGE and EXECUTE on the client RPCs, service_role also
--- the operator functions and the status view.  Internal helpers and every
--- bookkeeping table stay private to the extension owner.
+-- Privileges (last part of the install script, decisions/0060).  Clients
+-- reach the extension only through the granted functions: anon gets nothing
+-- at all (not even USAGE); authenticated gets USAGE and EXECUTE on the
+-- client RPCs; service_role also the operator functions and the status
+-- view; the database owner (pg_database_owner, e.g. Supabase's postgres)
+-- provisions the tables it owns, changes settings and runs the operator
+-- functions.  Every bookkeeping table and internal helper stays private to
+-- the extension owner.
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON ALL TABLES IN SCHEMA kizunasync FROM PUBLIC, anon, authenticated;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA kizunasync FROM PUBLIC, anon, authenticated;
 REVOKE ALL ON ALL ROUTINES IN SCHEMA kizunasync FROM PUBLIC, anon, authenticated;
-GRANT USAGE ON SCHEMA kizunasync TO authenticated, service_role;
+GRANT USAGE ON SCHEMA kizunasync TO authenticated, service_role, pg_database_owner;
 
-DO $kz$
-DECLARE
-	f record;
-BEGIN
-	-- client RPCs
-	FOR f IN
-		SELECT p.oid::regprocedure AS sig
-		  FROM pg_catalog.pg_proc p
-		 WHERE p.pronamespace = 'kizunasync'::regnamespace
-		   AND p.proname IN ('pull', 'push', 'attachment_confirm',
-							 'attachment_metadata', 'attachment_vacuum')
-	LOOP
-		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO authenticated, service_role', f.sig);
-	END LOOP;
-	-- operator functions
-	FOR f IN
-		SELECT p.oid::regprocedure AS sig
-		  FROM pg_catalog.pg_proc p
-		 WHERE p.pronamespace = 'kizunasync'::regnamespace
-		   AND p.proname IN ('reap_tombstones', 'compact_changelog', 'prune_clients',
-							 'schedule_jobs')
-	LOOP
-		EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s TO service_role', f.sig);
-	END LOOP;
-END
-$kz$;
-GRANT SELECT ON kizunasync.status TO service_role;
+GRANT EXECUTE ON FUNCTION
+	kizunasync.pull(jsonb, text, integer, integer, uuid),
+	kizunasync.push(jsonb, uuid, integer, uuid),
+	kizunasync.attachment_confirm(text, text, text, bigint, text, text),
+	kizunasync.attachment_metadata(text, text),
+	kizunasync.attachment_vacuum(text, text)
+	TO authenticated, service_role;
+GRANT EXECUTE ON FUNCTION
+	kizunasync.reap_tombstones(integer),
+	kizunasync.compact_changelog(integer),
+	kizunasync.prune_clients(integer),
+	kizunasync.schedule_jobs()
+	TO service_role, pg_database_owner;
+GRANT EXECUTE ON FUNCTION
+	kizunasync.sync_table(regclass, text, text, text[], text, boolean, text, integer, integer, boolean, boolean, text),
+	kizunasync.unsync_table(regclass),
+	kizunasync.repair_table(regclass),
+	kizunasync.configure(integer, integer, integer, boolean, integer, integer, integer, integer, text, text, text)
+	TO pg_database_owner;
+GRANT SELECT ON kizunasync.status TO service_role, pg_database_owner;

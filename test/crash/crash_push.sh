@@ -123,7 +123,7 @@ BEGIN
 END \$\$;
 CREATE TRIGGER slow BEFORE INSERT ON public.crash_items FOR EACH ROW EXECUTE FUNCTION crash.slow();
 SELECT kizunasync.sync_table('public.crash_items', bucket_column => 'owner_id', register_clients => true);
-UPDATE kizunasync.settings SET max_batch_size = 1000, require_atomic = false;
+SELECT kizunasync.configure(max_batch_size => 1000, require_atomic => false) IS NOT NULL AS configured;
 SQL
 
 # committed baseline: 40 rows pushed, 10 of them deleted by push

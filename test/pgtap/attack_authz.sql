@@ -240,7 +240,7 @@ SELECT is(atk.as('authenticated', atk.ca(), format($c$SELECT kizunasync.push(%L,
 -- 38-44 every other bookkeeping table by push
 SELECT is(atk.as('authenticated', atk.ca(), format($c$SELECT kizunasync.push(%L, NULL, 1)$c$,
 	atk.m(t, '1', 'insert', '{}', '00000000-0000-4000-8000-f20000000016'))) ->> 'message',
-	format('kizunasync.push(): mutation 1 of the batch is malformed: table "%s" is not synced', t),
+	format('mutation 1 of the batch is malformed: table "%s" is not synced', t),
 	format('push into bookkeeping table %s: not synced', t))
   FROM unnest(ARRAY['changelog', 'tombstones', 'bucket_grants', 'clients', 'settings', 'synced_tables', 'row_hlc']) t;
 -- 45-50 and by direct SQL
@@ -274,11 +274,17 @@ CREATE OPERATOR atk_shadow.= (LEFTARG = text, RIGHTARG = text, FUNCTION = atk_sh
 RESET ROLE;
 CREATE TEMP TABLE shadowed AS SELECT
 	atk.as('authenticated', atk.ca(), format($c$SET LOCAL search_path = atk_shadow, public; SELECT kizunasync.pull(%L, '0', 1)$c$, atk.bucket(:'ub'))) AS b_bucket,
-	atk.as('authenticated', atk.ca(), format($c$SET LOCAL search_path = atk_shadow, pg_catalog, public; SELECT kizunasync.pull(%L, '0', 1)$c$, atk.bucket(:'ua'))) AS a_bucket;
+	atk.as('authenticated', atk.ca(), format($c$SET LOCAL search_path = atk_shadow, pg_catalog, public; SELECT kizunasync.pull(%L, '0', 1)$c$, atk.bucket(:'ua'))) AS a_bucket,
+	atk.as('authenticated', atk.ca(), $c$SET LOCAL search_path = atk_shadow, pg_catalog, public; SELECT coalesce(jsonb_agg(n.body), '[]') FROM public.atk_notes n$c$) AS a_direct;
 SELECT is((SELECT b_bucket -> 'rows' FROM shadowed), '[]'::jsonb,
 	'shadow table, functions and an always-true = first on the search_path: b''s bucket still empty');
-SELECT is((SELECT jsonb_agg(x -> 'row' ->> 'body') FROM shadowed, jsonb_array_elements(a_bucket -> 'rows') x), '["a row"]'::jsonb,
-	'and a''s own pull reads the real table with the real functions');
+-- a's application statements run as a with a's own search_path, as a
+-- direct query would (decisions/0060): the shadows change a's own answer
+-- exactly as they change a's direct SELECT (here: auth.uid() breaks), and
+-- nothing else
+SELECT is((SELECT coalesce(jsonb_agg(x -> 'row' ->> 'body'), '[]') FROM shadowed, jsonb_array_elements(a_bucket -> 'rows') x),
+	(SELECT a_direct FROM shadowed),
+	'and a''s own pull gives what a''s direct SELECT gives under the same search_path');
 -- 54 push under the shadowing search_path: b's row stays denied
 SELECT is(atk.as('authenticated', atk.ca(), format($c$SET LOCAL search_path = atk_shadow, pg_catalog; SELECT kizunasync.push(%L, NULL, 1)$c$,
 	atk.m('atk_notes', :'b_row', 'update', '{"columns": {"body": "shadowed"}}', '00000000-0000-4000-8000-f20000000017'))) -> 'verdicts' -> 0 ->> 'reason',

@@ -40,7 +40,7 @@ BEGIN
 END $$;
 
 SELECT is(rk.run(ord, v), v ->> 'pk', 'render: ' || (v ->> 'name')) FROM vec ORDER BY ord;
-SELECT ok(kizunasync._pk_canonical(('rk.v' || ord)::regclass, v ->> 'pk'), 'canonical: ' || (v ->> 'name')) FROM vec ORDER BY ord;
+SELECT ok(kizunasync_test.pk_canonical(('rk.v' || ord)::regclass, v ->> 'pk'), 'canonical: ' || (v ->> 'name')) FROM vec ORDER BY ord;
 
 -- non-canonical spellings are refused (never an error)
 CREATE TABLE rk.u (id uuid PRIMARY KEY);
@@ -49,22 +49,22 @@ CREATE TABLE rk.c (a smallint, b text, PRIMARY KEY (a, b));
 SELECT kizunasync.sync_table('rk.u', table_name => 'rk_u');
 SELECT kizunasync.sync_table('rk.i', table_name => 'rk_i');
 SELECT kizunasync.sync_table('rk.c', key_columns => '{a,b}', table_name => 'rk_c');
-SELECT ok(NOT kizunasync._pk_canonical('rk.u', '5F0C1C2E-8F3A-4B6D-9C1E-2A7B3C4D5E6F'), 'uppercase uuid refused');
-SELECT ok(NOT kizunasync._pk_canonical('rk.u', '5f0c1c2e8f3a4b6d9c1e2a7b3c4d5e6f'), 'uuid without hyphens refused');
-SELECT ok(NOT kizunasync._pk_canonical('rk.u', '{5f0c1c2e-8f3a-4b6d-9c1e-2a7b3c4d5e6f}'), 'uuid in braces refused');
-SELECT ok(NOT kizunasync._pk_canonical('rk.i', '007'), 'leading zero refused');
-SELECT ok(NOT kizunasync._pk_canonical('rk.i', '+7'), 'plus sign refused');
-SELECT ok(NOT kizunasync._pk_canonical('rk.i', ' 7'), 'surrounding space refused');
-SELECT ok(NOT kizunasync._pk_canonical('rk.i', '-0'), 'minus zero refused');
-SELECT ok(NOT kizunasync._pk_canonical('rk.i', '2147483648'), 'integer overflow refused');
-SELECT ok(kizunasync._pk_canonical('rk.i', '-2147483648'), 'integer minimum accepted');
-SELECT ok(NOT kizunasync._pk_canonical('rk.c', '["1","x"]'), 'composite without the space refused');
-SELECT ok(NOT kizunasync._pk_canonical('rk.c', '[1, "x"]'), 'composite with a number element refused');
-SELECT ok(NOT kizunasync._pk_canonical('rk.c', '["1", "x"] '), 'trailing text refused');
-SELECT ok(NOT kizunasync._pk_canonical('rk.c', '["1", "x", "y"]'), 'too many components refused');
-SELECT ok(NOT kizunasync._pk_canonical('rk.c', '["40000", "x"]'), 'smallint overflow refused');
-SELECT ok(NOT kizunasync._pk_canonical('rk.c', '["1", "\u0041"]'), 'needless unicode escape refused');
-SELECT ok(kizunasync._pk_canonical('rk.c', '["1", "\u001fq\n"]'), 'control escapes accepted');
+SELECT ok(NOT kizunasync_test.pk_canonical('rk.u', '5F0C1C2E-8F3A-4B6D-9C1E-2A7B3C4D5E6F'), 'uppercase uuid refused');
+SELECT ok(NOT kizunasync_test.pk_canonical('rk.u', '5f0c1c2e8f3a4b6d9c1e2a7b3c4d5e6f'), 'uuid without hyphens refused');
+SELECT ok(NOT kizunasync_test.pk_canonical('rk.u', '{5f0c1c2e-8f3a-4b6d-9c1e-2a7b3c4d5e6f}'), 'uuid in braces refused');
+SELECT ok(NOT kizunasync_test.pk_canonical('rk.i', '007'), 'leading zero refused');
+SELECT ok(NOT kizunasync_test.pk_canonical('rk.i', '+7'), 'plus sign refused');
+SELECT ok(NOT kizunasync_test.pk_canonical('rk.i', ' 7'), 'surrounding space refused');
+SELECT ok(NOT kizunasync_test.pk_canonical('rk.i', '-0'), 'minus zero refused');
+SELECT ok(NOT kizunasync_test.pk_canonical('rk.i', '2147483648'), 'integer overflow refused');
+SELECT ok(kizunasync_test.pk_canonical('rk.i', '-2147483648'), 'integer minimum accepted');
+SELECT ok(NOT kizunasync_test.pk_canonical('rk.c', '["1","x"]'), 'composite without the space refused');
+SELECT ok(NOT kizunasync_test.pk_canonical('rk.c', '[1, "x"]'), 'composite with a number element refused');
+SELECT ok(NOT kizunasync_test.pk_canonical('rk.c', '["1", "x"] '), 'trailing text refused');
+SELECT ok(NOT kizunasync_test.pk_canonical('rk.c', '["1", "x", "y"]'), 'too many components refused');
+SELECT ok(NOT kizunasync_test.pk_canonical('rk.c', '["40000", "x"]'), 'smallint overflow refused');
+SELECT ok(NOT kizunasync_test.pk_canonical('rk.c', '["1", "\u0041"]'), 'needless unicode escape refused');
+SELECT ok(kizunasync_test.pk_canonical('rk.c', '["1", "\u001fq\n"]'), 'control escapes accepted');
 
 SELECT * FROM finish();
 ROLLBACK;

@@ -4,8 +4,9 @@
 -- caller could SELECT, rendered as to_jsonb renders them, once per
 -- candidate, including a key that appears twice in one batch (a move between
 -- two requested buckets) and keys whose rows RLS hides.
+-- The file runs in autocommit: a pull never delivers its own transaction's
+-- uncommitted changes (decisions/0010), so the writes must commit first.
 \set ON_ERROR_STOP 1
-BEGIN;
 SET client_min_messages = warning;
 SELECT plan(10);
 
@@ -70,7 +71,7 @@ CREATE FUNCTION rb.by_pk(p jsonb) RETURNS jsonb LANGUAGE sql AS $$
 CREATE FUNCTION rb.count_pk(p jsonb) RETURNS bigint LANGUAGE sql AS $$
 	SELECT count(DISTINCT r ->> 'pk') - count(*) FROM jsonb_array_elements(p -> 'rows') r $$;
 
-SET LOCAL ROLE authenticated;
+SET ROLE authenticated;
 -- A pulls its own bucket in small pages: each key path renders what A can SELECT
 SELECT is(rb.by_pk(rb.pull_all(:'A', rb.b('rb_i8', :'A'), 7)), rb.direct(:'A', 'rb.i8', 'id::text'),
 	'bigint key (ANY path): rows equal to_jsonb of what the caller can SELECT');
@@ -89,14 +90,14 @@ RESET ROLE;
 -- a move between two requested buckets: the tombstone of the old value and
 -- the entry of the new one name the same key in one batch
 ALTER POLICY own ON rb.i8 USING (owner_id IN (auth.uid(), :'B'::uuid));
-SET LOCAL ROLE authenticated;
+SET ROLE authenticated;
 SELECT ok(jsonb_array_length(rb.pull_all(:'A', rb.b('rb_i8', :'A', :'B'), 500) -> 'rows') = 40,
 	'bigint key: A reads both buckets under the widened policy (and holds grants for both)');
 RESET ROLE;
 SELECT max(seq) AS before_move FROM kizunasync.changelog \gset
 UPDATE rb.i8 SET owner_id = :'B' WHERE id = 1;
-SET LOCAL ROLE authenticated;
-SELECT set_config('request.jwt.claims', json_build_object('sub', :'A', 'role', 'authenticated')::text, true) IS NOT NULL AS c \gset
+SET ROLE authenticated;
+SELECT set_config('request.jwt.claims', json_build_object('sub', :'A', 'role', 'authenticated')::text, false) IS NOT NULL AS c \gset
 SELECT kizunasync.pull(rb.b('rb_i8', :'A', :'B'), :'before_move', 1, 500) AS moved \gset
 SELECT is(jsonb_path_query_array(:'moved'::jsonb, '$.rows[*].pk'), '["1"]'::jsonb,
 	'the moved row is delivered once');
@@ -110,4 +111,5 @@ SELECT is(jsonb_path_query_array(kizunasync.pull(rb.b('rb_i8', :'A'), :'before_m
 RESET ROLE;
 
 SELECT * FROM finish();
-ROLLBACK;
+SELECT set_config('request.jwt.claims', '', false) IS NOT NULL AS reset_claims \gset
+DROP SCHEMA rb CASCADE;   -- and the event trigger forgets the tables' bookkeeping

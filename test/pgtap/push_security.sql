@@ -47,11 +47,11 @@ SELECT is(tp.push('authenticated', :'ua', '{"mutations": []}'), '{"verdicts": []
 	'authenticated may call push');
 SELECT throws_ok($$ SELECT tp.push('authenticated', '00000000-0000-4000-8000-a10000000001',
 	tp.m('verdicts', '00000000-0000-4000-8000-f10000000001', 'insert', '{}', '00000000-0000-4000-8000-f10000000001')) $$,
-	'22023', 'kizunasync.push(): mutation 1 of the batch is malformed: table "verdicts" is not synced',
+	'22023', 'mutation 1 of the batch is malformed: table "verdicts" is not synced',
 	'a bookkeeping table takes no push');
 SELECT throws_ok($$ SELECT tp.push('authenticated', '00000000-0000-4000-8000-a10000000001',
 	tp.m('secret', '00000000-0000-4000-8000-e10000000009', 'insert', '{"columns": {"v": "x"}}', '00000000-0000-4000-8000-f10000000001')) $$,
-	'22023', 'kizunasync.push(): mutation 1 of the batch is malformed: table "secret" is not synced',
+	'22023', 'mutation 1 of the batch is malformed: table "secret" is not synced',
 	'an unsynced table takes no push, even with full privileges');
 SELECT throws_ok($$ SELECT tp.push('authenticated', '00000000-0000-4000-8000-a10000000001',
 	tp.m('feed', '7', 'insert', '{}', '00000000-0000-4000-8000-f10000000001')) $$,

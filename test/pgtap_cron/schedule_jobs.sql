@@ -19,7 +19,7 @@ SELECT lives_ok($$SELECT kizunasync.schedule_jobs()$$, 'schedule_jobs can run ag
 SELECT is((SELECT count(*)::int FROM cron.job WHERE jobname LIKE 'kizunasync-%'), 3, 'still three jobs');
 
 -- a changed schedule in the settings is applied by the next call
-UPDATE kizunasync.settings SET reap_schedule = '*/10 * * * *';
+SELECT kizunasync.configure(reap_schedule => '*/10 * * * *') IS NOT NULL AS configured;
 SELECT is(kizunasync.schedule_jobs() -> 'jobs' ->> 'kizunasync-reap-tombstones', '*/10 * * * *', 'reported schedule follows the settings');
 SELECT is((SELECT schedule::text FROM cron.job WHERE jobname = 'kizunasync-reap-tombstones'), '*/10 * * * *', 'cron.job follows the settings');
 

@@ -62,11 +62,13 @@ BEGIN
 			 kizunasync.row_hlc, kizunasync.conflict_journal, kizunasync.verdicts,
 			 kizunasync.clients;
 	TRUNCATE kzc.stamped;
-	UPDATE kizunasync.reap_state SET reaped_seq = 0, reaped_at = NULL;
+	-- The transcripts number from small seqs: this "incarnation" starts at 1.
+	INSERT INTO kizunasync.reap_state (id, reaped_seq, reaped_at, first_seq)
+		 VALUES (true, 0, NULL, 1)
+	ON CONFLICT (id) DO UPDATE SET reaped_seq = 0, reaped_at = NULL, first_seq = 1;
 	EXECUTE format('ALTER SEQUENCE kizunasync.change_seq RESTART WITH %s', next_seq);
 
-	UPDATE kizunasync.settings
-	   SET max_pull_scan = coalesce((srv ->> 'max_pull_scan')::integer, 5000);
+	PERFORM kizunasync.configure(max_pull_scan => coalesce((srv ->> 'max_pull_scan')::integer, 5000));
 
 	-- Every fixture table back to the harness defaults, then the transcript's
 	-- per-table overrides.
@@ -186,7 +188,7 @@ BEGIN
 	UPDATE kizunasync.tombstones t
 	   SET deleted_at = now() - make_interval(days => 1 + coalesce(
 			   (SELECT st.tombstone_ttl_days FROM kizunasync.synced_tables st WHERE st.table_name = t.table_name),
-			   (SELECT s.tombstone_ttl_days FROM kizunasync.settings s)));
+			   (kizunasync.configure() ->> 'tombstone_ttl_days')::integer));
 	PERFORM kizunasync.reap_tombstones();
 	CALL kzc.stamp(step);
 END

@@ -5,6 +5,11 @@
 \set QUIET off
 \set ECHO all
 CREATE EXTENSION kizunasync;
+CREATE EXTENSION kizunasync_test;
+-- a new install numbers from the clock (microseconds), so it never reuses
+-- the seqs of an earlier incarnation; the tests number from 1
+SELECT last_value > 1700000000000000 AS numbered_from_the_clock, is_called FROM kizunasync.change_seq;
+SELECT setval('kizunasync.change_seq', 1, false);
 SELECT extname, extversion, extrelocatable, n.nspname
   FROM pg_extension e JOIN pg_namespace n ON n.oid = e.extnamespace
  WHERE extname = 'kizunasync';

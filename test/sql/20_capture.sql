@@ -60,10 +60,20 @@ TRUNCATE kizunasync.changelog, kizunasync.tombstones;
 
 -- insert, no-op update, real update
 INSERT INTO cap.todos (id, owner_id, title) VALUES ('00000000-0000-4000-8000-e10000000003', '00000000-0000-4000-8000-a10000000001', 'new');
+SELECT seq AS s0 FROM kizunasync.changelog WHERE pk = '00000000-0000-4000-8000-e10000000003' \gset
 UPDATE cap.todos SET title = 'new' WHERE id = '00000000-0000-4000-8000-e10000000003';
+SELECT seq = :s0 AS noop_update_not_captured FROM kizunasync.changelog WHERE pk = '00000000-0000-4000-8000-e10000000003';
 UPDATE cap.todos SET meta = '{"a": 1.0}' WHERE id = '00000000-0000-4000-8000-e10000000003';
--- jsonb equality: 1.0 and 1.00 are the same value, so this changes nothing
+SELECT seq AS s1 FROM kizunasync.changelog WHERE pk = '00000000-0000-4000-8000-e10000000003' \gset
+-- 1.0 and 1.00 are equal as jsonb, but they render differently, so a pull
+-- must deliver the new rendering: a change (by rendered text, not equality)
 UPDATE cap.todos SET meta = '{"a": 1.00}' WHERE id = '00000000-0000-4000-8000-e10000000003';
+SELECT seq > :s1 AS rendering_change_captured FROM kizunasync.changelog WHERE pk = '00000000-0000-4000-8000-e10000000003';
+-- the same rendering stored again is no change
+UPDATE cap.todos SET meta = '{"a": 1.00}' WHERE id = '00000000-0000-4000-8000-e10000000003';
+SELECT seq AS s2 FROM kizunasync.changelog WHERE pk = '00000000-0000-4000-8000-e10000000003' \gset
+UPDATE cap.todos SET meta = '{"a":    1.00}' WHERE id = '00000000-0000-4000-8000-e10000000003';
+SELECT seq = :s2 AS same_rendering_not_captured FROM kizunasync.changelog WHERE pk = '00000000-0000-4000-8000-e10000000003';
 SELECT * FROM cap.trail();
 UPDATE cap.todos SET title = 'newer' WHERE id = '00000000-0000-4000-8000-e10000000003';
 SELECT * FROM cap.trail();

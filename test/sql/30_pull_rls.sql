@@ -106,7 +106,15 @@ SET ROLE authenticated;
 SELECT jsonb_pretty(kizunasync.pull(:'k', '206', 1) -> 'rows' -> 0 -> 'row');
 -- byte-identical to to_jsonb of the row read directly in UTC
 SET TimeZone = 'UTC';
-SELECT (kizunasync.pull(:'k', '206', 1) -> 'rows' -> 0 -> 'row')::text = (SELECT to_jsonb(k)::text FROM pull_t.kinds k) AS same_as_to_jsonb;
+-- (pull renders under fixed output settings, whatever the session's: here
+-- pg_regress's IntervalStyle postgres_verbose)
+BEGIN;
+SET LOCAL IntervalStyle = postgres;
+SET LOCAL extra_float_digits = 1;
+SET LOCAL bytea_output = hex;
+SELECT (SELECT to_jsonb(k)::text FROM pull_t.kinds k) AS rendered \gset
+ROLLBACK;
+SELECT (kizunasync.pull(:'k', '206', 1) -> 'rows' -> 0 -> 'row')::text = :'rendered' AS same_as_to_jsonb;
 -- and the caller's own TimeZone does not leak into the page
 SET TimeZone = 'Asia/Tokyo';
 SELECT kizunasync.pull(:'k', '206', 1) -> 'rows' -> 0 -> 'row' ->> 'tstz' AS tstz_in_utc;

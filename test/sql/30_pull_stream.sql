@@ -75,7 +75,7 @@ SELECT pull_t.brief(kizunasync.pull(:'b', '100', 1));
 
 -- scan cap (pull/005): two candidates examined per page, withheld ones included
 RESET ROLE;
-UPDATE kizunasync.settings SET max_pull_scan = 2;
+SELECT kizunasync.configure(max_pull_scan => 2) IS NOT NULL AS configured;
 SET ROLE authenticated;
 SELECT pull_t.brief(kizunasync.pull(:'a', '100', 1, 3));
 SELECT pull_t.brief(kizunasync.pull(:'a', '100:102', 1, 3));
@@ -91,7 +91,7 @@ SELECT pull_t.brief(kizunasync.pull(:'a3', '100:102', 1, 3));
 -- the stream ends exactly at the cap: the checkpoint closes
 SELECT pull_t.brief(kizunasync.pull(:'a', '101', 1, 3));
 RESET ROLE;
-UPDATE kizunasync.settings SET max_pull_scan = 5000;
+SELECT kizunasync.configure(max_pull_scan => 5000) IS NOT NULL AS configured;
 
 -- tombstones/001: the delete reaches a caller holding the grant
 SELECT pull_t.tomb('todos', '00000000-0000-4000-8000-e10000000001', '00000000-0000-4000-8000-a10000000001',

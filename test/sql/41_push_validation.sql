@@ -84,15 +84,15 @@ SELECT pv.push(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1
 UPDATE kizunasync.synced_tables SET min_schema_version = 1 WHERE table_name = 'nums';
 
 -- batch size: at the limit and one past; require_atomic
-UPDATE kizunasync.settings SET max_batch_size = 3;
+SELECT kizunasync.configure(max_batch_size => 3) IS NOT NULL AS configured;
 SELECT jsonb_array_length(pv.push(jsonb_build_object('mutations',
 	(SELECT jsonb_agg(pv.m('nums', g::text, 'insert', '{}', '00000000-0000-4000-8000-f1000000010' || g)) FROM generate_series(1, 3) g))) -> 'verdicts') AS applied;
 SELECT pv.push(jsonb_build_object('mutations',
 	(SELECT jsonb_agg(pv.m('nums', g::text, 'insert', '{}', '00000000-0000-4000-8000-f1000000020' || g)) FROM generate_series(1, 4) g)));
-UPDATE kizunasync.settings SET max_batch_size = 500, require_atomic = true;
+SELECT kizunasync.configure(max_batch_size => 500, require_atomic => true) IS NOT NULL AS configured;
 SELECT pv.push('{"mutations": []}');
 SELECT pv.push('{"atomic": true, "mutations": []}');
-UPDATE kizunasync.settings SET require_atomic = false;
+SELECT kizunasync.configure(require_atomic => false) IS NOT NULL AS configured;
 
 -- limits: values per transform, pk bytes, string bytes, column name bytes
 SELECT pv.push(jsonb_build_object('mutations', jsonb_build_array(pv.m('nums', '1', 'update',

@@ -16,10 +16,10 @@ SELECT seq FROM kizunasync.tombstones ORDER BY seq;
 SELECT kizunasync.reap_tombstones() AS reaped_max;
 SELECT reaped_seq, reaped_at IS NOT NULL AS reaped_at_set FROM kizunasync.reap_state;
 -- a shorter default TTL makes more due
-UPDATE kizunasync.settings SET tombstone_ttl_days = 28;
+SELECT kizunasync.configure(tombstone_ttl_days => 28) IS NOT NULL AS configured;
 SELECT kizunasync.reap_tombstones() AS reaped_max;
 SELECT reaped_seq FROM kizunasync.reap_state;
-UPDATE kizunasync.settings SET tombstone_ttl_days = 30;
+SELECT kizunasync.configure(tombstone_ttl_days => 30) IS NOT NULL AS configured;
 -- bad arguments
 SELECT kizunasync.reap_tombstones(0);
 SELECT kizunasync.reap_tombstones(NULL);

@@ -49,6 +49,7 @@ SELECT kizunasync.attachment_confirm('photos', '00000000-0000-4000-8000-a1000000
   repeat('cd', 32), 1234, 'image/jpeg');
 ROLLBACK;
 BEGIN; SET LOCAL ROLE authenticated; SELECT att.as_user('00000000-0000-4000-8000-a10000000001');
+-- an owner folder that is not the caller's sub (any text: third-party auth ids are not uuids)
 SELECT kizunasync.attachment_confirm('photos', 'not-a-uuid/x/a.jpg', repeat('ab', 32), 1, NULL);
 ROLLBACK;
 BEGIN; SET LOCAL ROLE authenticated; SELECT att.as_user('00000000-0000-4000-8000-a10000000001');

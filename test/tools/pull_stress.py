@@ -101,7 +101,7 @@ def main():
                 "INSERT INTO stress SELECT g, g % 5 + 1, 0 FROM generate_series(1, 50) g;"
                 "SELECT kizunasync.sync_table('stress', bucket_column => 'owner');")
     if args.scan_cap:
-        run_sql(DB, f"UPDATE kizunasync.settings SET max_pull_scan = {args.scan_cap};")
+        run_sql(DB, f"SELECT kizunasync.configure(max_pull_scan => {args.scan_cap}) IS NOT NULL AS configured;")
 
     writers = []
     for _ in range(args.writers):

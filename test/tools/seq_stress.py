@@ -10,7 +10,7 @@ puller drains its cursor (no holes left, an empty page) and its replica must
 equal the table row by row.  Exit status 0 when every replica matches.
 
 Until the pull RPC is merged the puller reads the bookkeeping as superuser:
-one REPEATABLE READ transaction per page, kizunasync._horizon() for the
+one REPEATABLE READ transaction per page, kizunasync_test.horizon() for the
 checkpoint token and the changelog/tombstones visible in the same snapshot.
 
 Uses the PG* environment (scripts/devenv.sh) and a database it creates
@@ -113,7 +113,7 @@ class Puller:
         holes_sql = "ARRAY[" + ",".join(map(str, in_holes)) + "]::bigint[]"
         out = self.s.query(
             "BEGIN ISOLATION LEVEL REPEATABLE READ;\n"
-            f"SELECT 'T', kizunasync._horizon('{self.cursor}', 64);\n")
+            f"SELECT 'T', kizunasync_test.horizon('{self.cursor}', 64);\n")
         tok = [l for l in out if l.startswith("T|")]
         if len(tok) != 1:
             raise RuntimeError(f"horizon failed: {out}")
@@ -175,7 +175,7 @@ def main():
     subprocess.run(["createdb", DB], check=True)
     subprocess.run(psql_cmd(DB, "-f", os.path.join(ROOT, "test/setup/standins.sql")), check=True,
                    capture_output=True)
-    run_sql(DB, "CREATE EXTENSION kizunasync;"
+    run_sql(DB, "CREATE EXTENSION kizunasync; CREATE EXTENSION kizunasync_test;"
                 "CREATE TABLE stress (id integer PRIMARY KEY, owner integer, v integer);"
                 "INSERT INTO stress SELECT g, g % 5 + 1, 0 FROM generate_series(1, 50) g;"
                 "SELECT kizunasync.sync_table('stress', bucket_column => 'owner', wakeup => false);")

@@ -1,0 +1,183 @@
+/*-------------------------------------------------------------------------
+ *
+ * bookkeeping.c
+ *	  Direct heap and index access to the bookkeeping tables (bookkeeping.h).
+ *
+ *	  Nothing here resolves a name through search_path, plans a query or
+ *	  runs code that is not PostgreSQL's own: the tables are found by name
+ *	  in schema kizunasync, the keys are text compared under the columns'
+ *	  "C" collation, and the tables carry no triggers.  Writes follow what
+ *	  the executor does for DML on a table without triggers or expression
+ *	  indexes (heap_insert, index_insert with unique checks, heap_delete
+ *	  with a wait on concurrent deleters).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/index.h"
+#include "catalog/namespace.h"
+#include "executor/executor.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "kizunasync.h"
+#include "bookkeeping.h"
+
+Oid
+kz_bk_relid(const char *name)
+{
+	Oid			nsp = get_namespace_oid(KZ_SCHEMA, false);
+	Oid			relid = get_relname_relid(name, nsp);
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("bookkeeping relation \"%s.%s\" is missing", KZ_SCHEMA, name),
+				 errhint("Reinstall the extension.")));
+	return relid;
+}
+
+void
+kz_bk_open(KzBkTable *t, const char *name)
+{
+	List	   *ids;
+	ListCell   *lc;
+	int			i = 0;
+
+	t->heap = table_open(kz_bk_relid(name), RowExclusiveLock);
+	ids = RelationGetIndexList(t->heap);
+	t->nindexes = list_length(ids);
+	t->indexes = palloc(sizeof(Relation) * Max(t->nindexes, 1));
+	t->infos = palloc(sizeof(IndexInfo *) * Max(t->nindexes, 1));
+	foreach(lc, ids)
+	{
+		t->indexes[i] = index_open(lfirst_oid(lc), RowExclusiveLock);
+		t->infos[i] = BuildIndexInfo(t->indexes[i]);
+		if (t->infos[i]->ii_Expressions != NIL || t->infos[i]->ii_Predicate != NIL)
+			elog(ERROR, "bookkeeping index \"%s\" has expressions",
+				 RelationGetRelationName(t->indexes[i]));
+		i++;
+	}
+	list_free(ids);
+	t->slot = MakeSingleTupleTableSlot(RelationGetDescr(t->heap), &TTSOpsHeapTuple);
+}
+
+void
+kz_bk_close(KzBkTable *t)
+{
+	int			i;
+
+	ExecDropSingleTupleTableSlot(t->slot);
+	for (i = 0; i < t->nindexes; i++)
+		index_close(t->indexes[i], NoLock);
+	table_close(t->heap, NoLock);
+}
+
+Relation
+kz_bk_index(KzBkTable *t, const char *name)
+{
+	int			i;
+
+	for (i = 0; i < t->nindexes; i++)
+		if (strcmp(RelationGetRelationName(t->indexes[i]), name) == 0)
+			return t->indexes[i];
+	elog(ERROR, "bookkeeping index \"%s\" is missing", name);
+	return NULL;				/* keep compiler quiet */
+}
+
+/* The TID of the live tuple with that key, or false. */
+static bool
+bk_find_unique(KzBkTable *t, Relation index, int nkeys, const char *const *keys,
+			   Snapshot snap, ItemPointer tid)
+{
+	ScanKeyData skey[INDEX_MAX_KEYS];
+	IndexScanDesc scan;
+	TupleTableSlot *slot = table_slot_create(t->heap, NULL);
+	bool		found;
+	int			i;
+
+	for (i = 0; i < nkeys; i++)
+		ScanKeyEntryInitialize(&skey[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
+							   index->rd_indcollation[i], F_TEXTEQ,
+							   CStringGetTextDatum(keys[i]));
+	scan = index_beginscan(t->heap, index, snap, nkeys, 0);
+	index_rescan(scan, skey, nkeys, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	if (found)
+		*tid = slot->tts_tid;
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	return found;
+}
+
+bool
+kz_bk_delete_unique(KzBkTable *t, Relation index, int nkeys, const char *const *keys)
+{
+	for (;;)
+	{
+		Snapshot	snap = RegisterSnapshot(GetLatestSnapshot());
+		ItemPointerData tid;
+		TM_FailureData tmfd;
+		TM_Result	result;
+		bool		found = bk_find_unique(t, index, nkeys, keys, snap, &tid);
+
+		UnregisterSnapshot(snap);
+		if (!found)
+			return false;
+		result = heap_delete(t->heap, &tid, GetCurrentCommandId(true), InvalidSnapshot,
+							 true, &tmfd, false);
+		switch (result)
+		{
+			case TM_Ok:
+				return true;
+			case TM_SelfModified:
+				/* deleted by this command already: nothing left to delete */
+				return false;
+			case TM_Updated:
+			case TM_Deleted:
+				/* a concurrent transaction removed it and committed: look again */
+				CHECK_FOR_INTERRUPTS();
+				continue;
+			default:
+				elog(ERROR, "unexpected heap_delete status %u on \"%s\"",
+					 result, RelationGetRelationName(t->heap));
+		}
+	}
+}
+
+void
+kz_bk_insert(KzBkTable *t, Datum *values, bool *nulls)
+{
+	HeapTuple	tup = heap_form_tuple(RelationGetDescr(t->heap), values, nulls);
+	int			i;
+
+	heap_insert(t->heap, tup, GetCurrentCommandId(true), 0, NULL);
+	ExecStoreHeapTuple(tup, t->slot, false);
+	for (i = 0; i < t->nindexes; i++)
+	{
+		Datum		ivalues[INDEX_MAX_KEYS];
+		bool		inulls[INDEX_MAX_KEYS];
+		IndexInfo  *info = t->infos[i];
+
+		FormIndexDatum(info, t->slot, NULL, ivalues, inulls);
+		index_insert(t->indexes[i], ivalues, inulls, &tup->t_self, t->heap,
+					 info->ii_Unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
+					 false, info);
+	}
+	ExecClearTuple(t->slot);
+	heap_freetuple(tup);
+}

@@ -1,0 +1,81 @@
+/*-------------------------------------------------------------------------
+ *
+ * grants.c
+ *	  Bucket grants (grants.h).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+
+#include "grants.h"
+#include "spi.h"
+
+bool
+kz_grants_held(const char *sub, const char *table_name, const char *bucket_value)
+{
+	Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+	Datum		vals[3];
+	uint64		n;
+
+	vals[0] = CStringGetTextDatum(sub);
+	vals[1] = CStringGetTextDatum(table_name);
+	vals[2] = CStringGetTextDatum(bucket_value);
+	n = kz_spi_priv("SELECT 1 FROM kizunasync.bucket_grants"
+					" WHERE user_id OPERATOR(pg_catalog.=) $1"
+					" AND table_name OPERATOR(pg_catalog.=) $2"
+					" AND bucket_value OPERATOR(pg_catalog.=) $3",
+					3, types, vals, NULL, true, 1, SPI_OK_SELECT);
+	SPI_freetuptable(SPI_tuptable);
+	return n > 0;
+}
+
+typedef struct GrantPair
+{
+	const char *table;
+	const char *value;
+} GrantPair;
+
+static int
+grants_cmp(const void *a, const void *b)
+{
+	const GrantPair *x = a;
+	const GrantPair *y = b;
+	int			c = strcmp(x->table, y->table);
+
+	return c != 0 ? c : strcmp(x->value, y->value);
+}
+
+void
+kz_grants_record(const char *sub, const char **tables, const char **values, int n)
+{
+	GrantPair  *pairs;
+	int			i;
+
+	if (n <= 0)
+		return;
+	pairs = palloc(sizeof(GrantPair) * n);
+	for (i = 0; i < n; i++)
+	{
+		pairs[i].table = tables[i];
+		pairs[i].value = values[i];
+	}
+	qsort(pairs, n, sizeof(GrantPair), grants_cmp);
+	for (i = 0; i < n; i++)
+	{
+		Oid			types[3] = {TEXTOID, TEXTOID, TEXTOID};
+		Datum		args[3];
+
+		if (i > 0 && grants_cmp(&pairs[i - 1], &pairs[i]) == 0)
+			continue;
+		args[0] = CStringGetTextDatum(sub);
+		args[1] = CStringGetTextDatum(pairs[i].table);
+		args[2] = CStringGetTextDatum(pairs[i].value);
+		kz_spi_priv("INSERT INTO kizunasync.bucket_grants (user_id, table_name, bucket_value)"
+					" VALUES ($1, $2, $3) ON CONFLICT DO NOTHING",
+					3, types, args, NULL, false, 0, SPI_OK_INSERT);
+	}
+	pfree(pairs);
+}

@@ -1,0 +1,587 @@
+/*-------------------------------------------------------------------------
+ *
+ * horizon.c
+ *	  The visibility horizon of a pull (horizon.h).
+ *
+ * An entry tuple is classified by the transactions that inserted and
+ * deleted it, against the pull's snapshot:
+ *	 VISIBLE  its inserter committed before the snapshot (or it is frozen),
+ *			  and the pull's own transaction has not deleted it;
+ *	 PENDING  its inserter is running or prepared, committed after the
+ *			  snapshot, or is the pull's own transaction; or the pull's own
+ *			  transaction deleted it (so its fate is that transaction's);
+ *	 DEAD	  its inserter aborted or crashed.
+ * A seq with several tuple versions takes PENDING over VISIBLE over DEAD.
+ * PENDING seqs a cursor passes are its holes.  Own-transaction entries are
+ * holes because the pull cannot know whether they will commit: a pull in a
+ * transaction that then rolls back must not have delivered them, nor moved
+ * a cursor past an entry it deleted (decisions/0010, "Own transaction").
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/transam.h"
+#include "access/xact.h"
+#include "commands/sequence.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/procarray.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/fmgrprotos.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "bookkeeping.h"
+#include "horizon.h"
+#include "identity.h"
+
+/*
+ * Upper bound on index tuples a backward high-water scan visits.  Past it
+ * the scan answers below what it examined; kz_horizon_settle then
+ * classifies whatever is claimed, so the bound costs only a lower cursor.
+ */
+#define KZ_HORIZON_SCAN_BUDGET	100000
+
+typedef enum KzEntryState
+{
+	KZ_ENTRY_DEAD,
+	KZ_ENTRY_VISIBLE,
+	KZ_ENTRY_PENDING
+} KzEntryState;
+
+static KzEntryState
+horizon_xmin_state(TransactionId xmin, Snapshot snap)
+{
+	if (!TransactionIdIsNormal(xmin))
+		return KZ_ENTRY_VISIBLE;	/* frozen or bootstrap */
+	if (TransactionIdIsCurrentTransactionId(xmin))
+		return KZ_ENTRY_PENDING;	/* ours: commits or aborts with us */
+	if (XidInMVCCSnapshot(xmin, snap))
+	{
+		/* not visible to snap; in progress first: a running xid has no clog state */
+		if (TransactionIdIsInProgress(xmin))
+			return KZ_ENTRY_PENDING;
+		if (TransactionIdDidCommit(xmin))
+			return KZ_ENTRY_PENDING;	/* committed after snap: next pull */
+		return KZ_ENTRY_DEAD;
+	}
+	return TransactionIdDidCommit(xmin) ? KZ_ENTRY_VISIBLE : KZ_ENTRY_DEAD;
+}
+
+static KzEntryState
+horizon_tuple_state(HeapTupleHeader htup, Snapshot snap)
+{
+	KzEntryState st = horizon_xmin_state(HeapTupleHeaderGetXmin(htup), snap);
+
+	/* an entry our own transaction deleted may come back if we roll back */
+	if (st == KZ_ENTRY_VISIBLE &&
+		!(htup->t_infomask & HEAP_XMAX_INVALID) &&
+		!HEAP_XMAX_IS_LOCKED_ONLY(htup->t_infomask) &&
+		TransactionIdIsCurrentTransactionId(HeapTupleHeaderGetUpdateXid(htup)))
+		return KZ_ENTRY_PENDING;
+	return st;
+}
+
+static KzEntryState
+horizon_slot_state(TupleTableSlot *slot, Snapshot snap)
+{
+	bool		should_free;
+	HeapTuple	tup = ExecFetchSlotHeapTuple(slot, false, &should_free);
+	KzEntryState st = horizon_tuple_state(tup->t_data, snap);
+
+	if (should_free)
+		heap_freetuple(tup);
+	return st;
+}
+
+typedef struct KzSeqList
+{
+	int64	   *v;
+	int			n;
+	int			cap;
+} KzSeqList;
+
+static void
+seqlist_add(KzSeqList *l, int64 s)
+{
+	if (l->n > 0 && l->v[l->n - 1] == s)
+		return;
+	if (l->n == l->cap)
+	{
+		l->cap = l->cap ? l->cap * 2 : 16;
+		l->v = l->v ? repalloc(l->v, sizeof(int64) * l->cap) : palloc(sizeof(int64) * l->cap);
+	}
+	l->v[l->n++] = s;
+}
+
+static int
+horizon_cmp_int64(const void *a, const void *b)
+{
+	int64		x = *(const int64 *) a;
+	int64		y = *(const int64 *) b;
+
+	return (x > y) - (x < y);
+}
+
+static void
+seqlist_sort_unique(KzSeqList *l)
+{
+	int			i,
+				j = 0;
+
+	if (l->n < 2)
+		return;
+	qsort(l->v, l->n, sizeof(int64), horizon_cmp_int64);
+	for (i = 0; i < l->n; i++)
+		if (j == 0 || l->v[j - 1] != l->v[i])
+			l->v[j++] = l->v[i];
+	l->n = j;
+}
+
+/*
+ * Walks the seq index of one bookkeeping table in one direction with
+ * SnapshotAny, one seq at a time (all its tuple versions together).
+ */
+typedef struct SeqWalk
+{
+	Relation	heap;
+	Relation	index;
+	IndexScanDesc scan;
+	TupleTableSlot *slot;
+	ScanDirection dir;
+	Snapshot	snap;
+	bool		have_next;		/* a tuple of the next seq is in slot */
+	int64		next_seq;
+	int			seen;			/* index tuples visited */
+} SeqWalk;
+
+static void
+seqwalk_begin(SeqWalk *w, const char *table, const char *index, int64 lo, int64 hi,
+			  ScanDirection dir, Snapshot snap)
+{
+	ScanKeyData key[2];
+
+	w->heap = table_open(kz_bk_relid(table), AccessShareLock);
+	w->index = index_open(kz_bk_relid(index), AccessShareLock);
+	w->slot = table_slot_create(w->heap, NULL);
+	w->dir = dir;
+	w->snap = snap;
+	w->seen = 0;
+	ScanKeyInit(&key[0], 1, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(lo));
+	ScanKeyInit(&key[1], 1, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(hi));
+	w->scan = index_beginscan(w->heap, w->index, SnapshotAny, 2, 0);
+	index_rescan(w->scan, key, 2, NULL, 0);
+	w->have_next = false;
+	if (lo <= hi && index_getnext_slot(w->scan, dir, w->slot))
+	{
+		bool		isnull;
+
+		w->have_next = true;
+		w->next_seq = DatumGetInt64(slot_getattr(w->slot, 1, &isnull));
+		w->seen++;
+	}
+}
+
+/* The next seq and its state; false at the end of the range. */
+static bool
+seqwalk_next(SeqWalk *w, int64 *seq, KzEntryState *state)
+{
+	KzEntryState st = KZ_ENTRY_DEAD;
+
+	if (!w->have_next)
+		return false;
+	*seq = w->next_seq;
+	for (;;)
+	{
+		bool		isnull;
+		int64		s;
+
+		if (st != KZ_ENTRY_PENDING)
+		{
+			KzEntryState t = horizon_slot_state(w->slot, w->snap);
+
+			if (t > st)
+				st = t;
+		}
+		CHECK_FOR_INTERRUPTS();
+		if (!index_getnext_slot(w->scan, w->dir, w->slot))
+		{
+			w->have_next = false;
+			break;
+		}
+		w->seen++;
+		s = DatumGetInt64(slot_getattr(w->slot, 1, &isnull));
+		if (s != *seq)
+		{
+			w->next_seq = s;
+			break;
+		}
+	}
+	*state = st;
+	return true;
+}
+
+static void
+seqwalk_end(SeqWalk *w)
+{
+	index_endscan(w->scan);
+	ExecDropSingleTupleTableSlot(w->slot);
+	index_close(w->index, AccessShareLock);
+	table_close(w->heap, AccessShareLock);
+}
+
+/* Is seq s pending in one table (classified through its seq index)? */
+static KzEntryState
+horizon_seq_state(const char *table, const char *index, int64 s, Snapshot snap, bool *found)
+{
+	SeqWalk		w;
+	int64		seq;
+	KzEntryState st = KZ_ENTRY_DEAD;
+
+	seqwalk_begin(&w, table, index, s, s, ForwardScanDirection, snap);
+	*found = seqwalk_next(&w, &seq, &st);
+	seqwalk_end(&w);
+	return st;
+}
+
+/* ---------------------------------------------------------------- L */
+
+static int64
+horizon_read_high_water(void)
+{
+	Oid			seqid = kz_bk_relid("change_seq");
+	LOCAL_FCINFO(fcinfo, 1);
+	Datum		result;
+	KzUserSwitch s;
+
+	/* pg_sequence_last_value checks privileges: read it as the owner */
+	kz_as_restricted_begin(&s, kz_extension_owner(), false);
+	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = ObjectIdGetDatum(seqid);
+	fcinfo->args[0].isnull = false;
+	result = pg_sequence_last_value(fcinfo);
+	kz_as_restricted_end(&s);
+	return fcinfo->isnull ? 0 : DatumGetInt64(result);
+}
+
+int64
+kz_horizon_fenced_high_water(void)
+{
+	Oid			fence = kz_bk_relid("seq_fence");
+	int64		L;
+
+	/*
+	 * Waits for every writer between nextval() and its entry insert, and
+	 * holds new ones off for the instant of the read.
+	 */
+	LockRelationOid(fence, ShareLock);
+	L = horizon_read_high_water();
+	UnlockRelationOid(fence, ShareLock);
+	return L;
+}
+
+/* ---------------------------------------------------------------- holes */
+
+int
+kz_horizon_recheck(const int64 *in_holes, int n_in_holes, int64 below,
+				   Snapshot snap, int64 **out)
+{
+	KzSeqList	holes = {NULL, 0, 0};
+	int64	   *sorted;
+	int			i;
+
+	*out = NULL;
+	if (n_in_holes <= 0)
+		return 0;
+	sorted = palloc(sizeof(int64) * n_in_holes);
+	memcpy(sorted, in_holes, sizeof(int64) * n_in_holes);
+	qsort(sorted, n_in_holes, sizeof(int64), horizon_cmp_int64);
+	for (i = 0; i < n_in_holes; i++)
+	{
+		int64		h = sorted[i];
+		bool		found;
+
+		if (h < 1 || h >= below || (i > 0 && sorted[i - 1] == h))
+			continue;
+		if (horizon_seq_state("changelog", "changelog_pkey", h, snap, &found) == KZ_ENTRY_PENDING ||
+			(!found &&
+			 horizon_seq_state("tombstones", "tombstones_pkey", h, snap, &found) == KZ_ENTRY_PENDING))
+			seqlist_add(&holes, h);
+	}
+	pfree(sorted);
+	*out = holes.v;
+	return holes.n;
+}
+
+/*
+ * Highest seq in (floor, L] of one bookkeeping table whose entry is
+ * VISIBLE, or floor; scanning backwards from L.  Past the budget, answers
+ * just below the lowest seq examined (nothing in [that, L] is visible).
+ */
+static int64
+horizon_table_highest_visible(const char *table, const char *index, int64 floor, int64 L,
+							  Snapshot snap)
+{
+	SeqWalk		w;
+	int64		seq;
+	KzEntryState st;
+	int64		result = floor;
+
+	if (L <= floor)
+		return floor;
+	seqwalk_begin(&w, table, index, floor + 1, L, BackwardScanDirection, snap);
+	while (seqwalk_next(&w, &seq, &st))
+	{
+		if (st == KZ_ENTRY_VISIBLE)
+		{
+			result = seq;
+			break;
+		}
+		if (w.seen >= KZ_HORIZON_SCAN_BUDGET && w.have_next)
+		{
+			result = Max(floor, seq - 1);
+			break;
+		}
+	}
+	seqwalk_end(&w);
+	return result;
+}
+
+int64
+kz_horizon_highest_visible(int64 floor, int64 L, Snapshot snap)
+{
+	int64		a = horizon_table_highest_visible("changelog", "changelog_pkey", floor, L, snap);
+	int64		b = horizon_table_highest_visible("tombstones", "tombstones_pkey", floor, L, snap);
+
+	return Max(a, b);
+}
+
+/*
+ * Add to holes the pending seqs in [lo, hi] among the entries of one
+ * (table, bucket value) pair, ascending, through an index on (table_name,
+ * bucket_value, seq) with SnapshotAny; stop after limit of them.  A seq any
+ * of whose tuple versions is pending is a hole, so versions need no
+ * grouping here.
+ */
+static void
+horizon_scan_pair(Relation heap, Relation index, TupleTableSlot *slot,
+				  const KzBucketPair *pair, int64 lo, int64 hi, Snapshot snap,
+				  int limit, KzSeqList *holes)
+{
+	IndexScanDesc scan;
+	ScanKeyData key[4];
+	int			found = 0;
+
+	ScanKeyEntryInitialize(&key[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   index->rd_indcollation[0], F_TEXTEQ,
+						   CStringGetTextDatum(pair->table_name));
+	ScanKeyEntryInitialize(&key[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
+						   index->rd_indcollation[1], F_TEXTEQ,
+						   CStringGetTextDatum(pair->bucket_value));
+	ScanKeyInit(&key[2], 3, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(lo));
+	ScanKeyInit(&key[3], 3, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(hi));
+	scan = index_beginscan(heap, index, SnapshotAny, 4, 0);
+	index_rescan(scan, key, 4, NULL, 0);
+
+	while (found < limit && index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+
+		if (horizon_slot_state(slot, snap) == KZ_ENTRY_PENDING)
+		{
+			int64		s = DatumGetInt64(slot_getattr(slot, 1, &isnull));
+
+			if (holes->n == 0 || holes->v[holes->n - 1] != s)
+				found++;
+			seqlist_add(holes, s);
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+	index_endscan(scan);
+}
+
+/* The first limit pending seqs in [lo, hi] of the pairs, ascending. */
+static void
+horizon_pair_holes(const KzBucketPair *pairs, int npairs, int64 lo, int64 hi,
+				   Snapshot snap, int limit, KzSeqList *holes)
+{
+	static const char *const rels[2][2] = {
+		{"changelog", "changelog_bucket_idx"},
+		{"tombstones", "tombstones_bucket_idx"}
+	};
+	int			r,
+				i;
+
+	if (lo < 1)
+		lo = 1;
+	if (npairs <= 0 || lo > hi)
+		return;
+	for (r = 0; r < 2; r++)
+	{
+		Relation	heap = table_open(kz_bk_relid(rels[r][0]), AccessShareLock);
+		Relation	index = index_open(kz_bk_relid(rels[r][1]), AccessShareLock);
+		TupleTableSlot *slot = table_slot_create(heap, NULL);
+
+		for (i = 0; i < npairs; i++)
+			horizon_scan_pair(heap, index, slot, &pairs[i], lo, hi, snap, limit, holes);
+		ExecDropSingleTupleTableSlot(slot);
+		index_close(index, AccessShareLock);
+		table_close(heap, AccessShareLock);
+	}
+	seqlist_sort_unique(holes);
+	if (holes->n > limit)
+		holes->n = limit;
+}
+
+/* The largest s < x with s > floor that is not in holes[0 .. n-1]; floor if none. */
+static int64
+horizon_below_run(int64 x, int64 floor, const int64 *holes, int n)
+{
+	int64		s = x - 1;
+	int			i = n - 1;
+
+	while (i >= 0 && holes[i] > s)
+		i--;
+	while (s > floor && i >= 0 && holes[i] == s)
+	{
+		s--;
+		i--;
+	}
+	return Max(s, floor);
+}
+
+void
+kz_horizon_settle(int64 in_hw, int64 pos, const int64 *in_pending, int n_in_pending,
+				  const KzBucketPair *pairs, int npairs, Snapshot snap, int max_holes,
+				  KzHorizon *out)
+{
+	KzSeqList	fresh = {NULL, 0, 0};
+	int64	   *all;
+	int			n = 0;
+	int			i,
+				j;
+	int64		hw = pos;
+
+	if (max_holes < n_in_pending)
+		max_holes = n_in_pending;	/* a cursor never had more than it may have */
+
+	/* pending seqs in (in_hw, pos] of the requested pairs: the first that can matter */
+	horizon_pair_holes(pairs, npairs, in_hw + 1, pos, snap, max_holes + 1, &fresh);
+
+	/* merge two ascending distinct lists (incoming ones are all <= in_hw) */
+	all = palloc(sizeof(int64) * Max(n_in_pending + fresh.n, 1));
+	for (i = 0, j = 0; i < n_in_pending || j < fresh.n;)
+	{
+		int64		v;
+
+		if (j >= fresh.n || (i < n_in_pending && in_pending[i] <= fresh.v[j]))
+		{
+			v = in_pending[i++];
+			if (j < fresh.n && fresh.v[j] == v)
+				j++;
+		}
+		else
+			v = fresh.v[j++];
+		all[n++] = v;
+	}
+
+	/* the high-water itself must not be pending: walk below a run ending at it */
+	if (hw > in_hw && n > 0 && all[n - 1] == hw)
+		hw = horizon_below_run(hw + 1, in_hw, all, n);
+
+	/* too many holes below it: end just below the first that does not fit */
+	for (i = 0; i < n && all[i] < hw; i++)
+		;
+	if (i > max_holes)
+		hw = horizon_below_run(all[max_holes], in_hw, all, n);
+	for (i = 0; i < n && all[i] < hw; i++)
+		;
+
+	out->high_water = hw;
+	out->nholes = i;
+	out->holes = i > 0 ? all : NULL;
+	out->lowered = hw < pos;
+}
+
+/* ------------------------------------------------------------ reference */
+
+/*
+ * Classify every seq in [lo, hi] of one table: pending ones go to holes,
+ * and *max_visible rises to the highest visible one.
+ */
+static void
+horizon_scan_range(const char *table, const char *index, int64 lo, int64 hi, Snapshot snap,
+				   KzSeqList *holes, int64 *max_visible)
+{
+	SeqWalk		w;
+	int64		seq;
+	KzEntryState st;
+
+	seqwalk_begin(&w, table, index, lo, hi, ForwardScanDirection, snap);
+	while (seqwalk_next(&w, &seq, &st))
+	{
+		if (st == KZ_ENTRY_PENDING)
+			seqlist_add(holes, seq);
+		else if (st == KZ_ENTRY_VISIBLE && seq > *max_visible)
+			*max_visible = seq;
+	}
+	seqwalk_end(&w);
+}
+
+void
+kz_horizon_compute(int64 in_hw, const int64 *in_holes, int n_in_holes,
+				   Snapshot snap, int max_holes, KzHorizon *out)
+{
+	int64		L;
+	int64		hw;
+	int64	   *pending;
+	int			npending;
+	KzSeqList	holes = {NULL, 0, 0};
+	int			i;
+
+	if (in_hw < 0)
+		in_hw = 0;
+	L = kz_horizon_fenced_high_water();
+	npending = kz_horizon_recheck(in_holes, n_in_holes, in_hw, snap, &pending);
+	for (i = 0; i < npending; i++)
+		seqlist_add(&holes, pending[i]);
+
+	hw = in_hw;
+	if (L > in_hw)
+	{
+		KzSeqList	fresh = {NULL, 0, 0};
+		int64		max_visible = in_hw;
+
+		horizon_scan_range("changelog", "changelog_pkey", in_hw + 1, L, snap, &fresh, &max_visible);
+		horizon_scan_range("tombstones", "tombstones_pkey", in_hw + 1, L, snap, &fresh, &max_visible);
+		hw = max_visible;
+		for (i = 0; i < fresh.n; i++)
+			if (fresh.v[i] < hw)
+				seqlist_add(&holes, fresh.v[i]);
+	}
+	seqlist_sort_unique(&holes);
+
+	if (max_holes < 0)
+		max_holes = 0;
+	if (holes.n > max_holes)
+	{
+		hw = horizon_below_run(holes.v[max_holes], in_hw, holes.v, holes.n);
+		for (i = 0; i < holes.n && holes.v[i] < hw; i++)
+			;
+		holes.n = i;
+	}
+	out->high_water = hw;
+	out->nholes = holes.n;
+	out->holes = holes.n > 0 ? holes.v : NULL;
+	out->lowered = false;
+}

@@ -1,0 +1,77 @@
+/*-------------------------------------------------------------------------
+ *
+ * horizon.h
+ *	  The visibility horizon of a pull: the high-water it may claim and the
+ *	  seqs still in flight below it (holes).  Entries are classified by
+ *	  their inserting (and deleting) transaction, read with SnapshotAny
+ *	  through the bookkeeping indexes.  Implemented in src/horizon.c; the
+ *	  argument is decisions/0010-sequencing.md.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KZ_HORIZON_H
+#define KZ_HORIZON_H
+
+#include "utils/snapshot.h"
+
+typedef struct KzHorizon
+{
+	int64		high_water;		/* the cursor's new high-water (or position) */
+	int			nholes;			/* number of entries in holes[] */
+	int64	   *holes;			/* ascending, distinct, each >= 1 and < high_water */
+	bool		lowered;		/* high_water is below the position asked for */
+} KzHorizon;
+
+/* A (table, bucket value) pair a pull asked for ('' for an unbucketed table). */
+typedef struct KzBucketPair
+{
+	const char *table_name;
+	const char *bucket_value;
+} KzBucketPair;
+
+/*
+ * L: the sequence's high-water read under the fence.  Every seq <= L has
+ * its entry tuple in the heap and the indexes (Invariant F).
+ */
+extern int64 kz_horizon_fenced_high_water(void);
+
+/*
+ * Of the incoming holes (any order, duplicates allowed), those still
+ * pending in snap: ascending, distinct, palloc'd; returns the count.
+ * Holes < 1 or >= below are ignored.
+ */
+extern int	kz_horizon_recheck(const int64 *in_holes, int n_in_holes, int64 below,
+							   Snapshot snap, int64 **out);
+
+/*
+ * max(floor, highest seq in (floor, L] with an entry visible in snap), by a
+ * backward scan of the seq indexes from L; when more than the scan budget
+ * of non-visible tuples lie above it, a lower seq (just below the lowest
+ * one examined).  Either way the caller classifies whatever it claims.
+ */
+extern int64 kz_horizon_highest_visible(int64 floor, int64 L, Snapshot snap);
+
+/*
+ * The cursor for a page whose position is pos (every candidate <= pos of
+ * the requested pairs has been read from snap): holes are the incoming
+ * holes still pending (in_pending, ascending, all <= in_hw) and the pending
+ * seqs in (in_hw, pos] of the requested pairs.  The high-water is pos,
+ * lowered while it is itself pending, and lowered below the first hole
+ * that does not fit when there are more than max_holes (never below
+ * in_hw).  out->lowered tells the caller to drop the page's entries above
+ * out->high_water.  Nothing above out->high_water is claimed, and
+ * everything at or below it is classified.
+ */
+extern void kz_horizon_settle(int64 in_hw, int64 pos, const int64 *in_pending,
+							  int n_in_pending, const KzBucketPair *pairs, int npairs,
+							  Snapshot snap, int max_holes, KzHorizon *out);
+
+/*
+ * The reference form (test-only kizunasync_test.horizon()): classify every
+ * entry of every table in (in_hw, L] and the incoming holes; max_holes as
+ * above.
+ */
+extern void kz_horizon_compute(int64 in_hw, const int64 *in_holes, int n_in_holes,
+							   Snapshot snap, int max_holes, KzHorizon *out);
+
+#endif							/* KZ_HORIZON_H */

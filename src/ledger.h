@@ -1,0 +1,34 @@
+/*-------------------------------------------------------------------------
+ *
+ * ledger.h
+ *	  The exactly-once verdict ledger (kizunasync.verdicts): one row per
+ *	  decided mutation id.  A stored verdict keeps no row copy: its
+ *	  server_row is JSON null and push renders the row again on replay.
+ *	  Must be called inside SPI.  Implemented in src/ledger.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KZ_LEDGER_H
+#define KZ_LEDGER_H
+
+#include "verdict.h"
+
+typedef struct KzLedgerEntry
+{
+	char	   *user_id;		/* JWT sub of the pusher, NULL when none */
+	char	   *table;			/* NULL when not recorded */
+	char	   *pk;
+	KzVerdict	verdict;		/* server_row as recorded (JSON null) */
+} KzLedgerEntry;
+
+/* The recorded verdict of mutation_id, if any. */
+extern bool kz_ledger_lookup(const char *mutation_id, KzLedgerEntry *e);
+
+/*
+ * Record v for mutation_id, pushed by sub (may be NULL).  A concurrent push
+ * of the same id that decided first fails this call with 40001.
+ */
+extern void kz_ledger_record(const char *mutation_id, const char *sub, const char *table,
+							 const char *pk, const KzVerdict *v);
+
+#endif							/* KZ_LEDGER_H */

@@ -1,0 +1,88 @@
+/*-------------------------------------------------------------------------
+ *
+ * pull_stream.h
+ *	  The candidate stream of a pull: changelog entries and tombstones of
+ *	  the requested (table, bucket value) pairs, in seq order, read from the
+ *	  pull's snapshot in batches of what the page still needs.  First the
+ *	  incoming holes that became visible, then the window (seq above the
+ *	  incoming high-water, up to L).  Must be called inside SPI.
+ *	  Implemented in src/pull_stream.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KZ_PULL_STREAM_H
+#define KZ_PULL_STREAM_H
+
+#include "utils/timestamp.h"
+
+#include "horizon.h"
+#include "pull_gates.h"
+
+/*
+ * A source of candidates: the changelog or the tombstones of one
+ * (table, bucket value) pair; label is the bucket value text ('' for an
+ * unbucketed table).
+ */
+typedef struct KzPullSource
+{
+	KzTableDesc *table;
+	char	   *label;
+	Jsonb	   *bucket_json;	/* the normalised bucket value (bucketed tables) */
+	bool		tombstones;		/* else changelog */
+	bool		granted;		/* the caller holds the pair's grant */
+	bool		exhausted;		/* nothing left in the window */
+} KzPullSource;
+
+typedef struct KzCandidate
+{
+	int64		seq;
+	KzPullSource *src;
+	char	   *pk;
+	TimestampTz deleted_at;		/* tombstones only */
+	bool		own;			/* written by the pulling transaction itself */
+	Jsonb	   *row;			/* rendered row, NULL when not visible */
+} KzCandidate;
+
+typedef struct KzPullStream
+{
+	int			nsources;
+	KzPullSource *sources;
+	int64		window_pos;		/* next window fetch: seq > window_pos */
+	int64		window_hi;		/* ... and seq <= window_hi */
+	KzCandidate *hole_cands;	/* incoming holes now visible, in seq order */
+	int			nhole_cands;
+	int			hole_next;
+} KzPullStream;
+
+/*
+ * Sources for the scopes: for each distinct (table, bucket value) pair its
+ * changelog entries and, when sub holds a grant for the pair, its
+ * tombstones.  A null bucket value matches nothing; without sub there are
+ * no grants and so no tombstones.
+ */
+extern void kz_stream_init(KzPullStream *s, const KzPullTables *pt, const char *sub,
+						   int64 window_pos, int64 window_hi);
+
+/* The requested pairs, for classifying holes (horizon.h). */
+extern int	kz_stream_pairs(const KzPullStream *s, KzBucketPair **pairs);
+
+/* The incoming holes that are no longer pending, to deliver ahead of the window. */
+extern void kz_stream_add_holes(KzPullStream *s, const int64 *holes, int nholes);
+
+/*
+ * The next (at most) need candidates, in stream order.  Returns how many;
+ * 0 at the end of the stream.
+ */
+extern int	kz_stream_next(KzPullStream *s, KzCandidate *batch, int need);
+
+/* Render the batch's rows as the current user (one statement per table). */
+extern void kz_stream_render(const KzPullTables *pt, KzCandidate *batch, int n);
+
+/*
+ * Is the candidate's rendered row in one of the scopes of its table?  A
+ * changelog candidate is delivered when it is; a tombstone candidate when
+ * it is not (the row is gone from what the caller may see).
+ */
+extern bool kz_stream_in_scope(const KzPullTables *pt, const KzCandidate *c);
+
+#endif							/* KZ_PULL_STREAM_H */

@@ -1,0 +1,362 @@
+/*-------------------------------------------------------------------------
+ *
+ * reconcile.c
+ *	  Seeding and repairing a synced table's bookkeeping (reconcile.h).
+ *
+ *	  The heap is read directly (attribute numbers match the relation's
+ *	  descriptor even with dropped columns) with a fresh snapshot; keys and
+ *	  bucket values are rendered as the table's owner under
+ *	  SECURITY_RESTRICTED_OPERATION, the way core runs index expressions in
+ *	  CREATE INDEX; changes are recorded in chunks, each in its own memory
+ *	  context, so memory is bounded by a chunk.
+ *
+ *	  Repair compares each row with its changelog entry: the entry records
+ *	  the row version it was captured from (row_xmin, the version's raw
+ *	  xmin) and the bucket value.  A row whose entry is missing, older than
+ *	  its version, or in another bucket is recorded again (a tombstone for
+ *	  the bucket it left first); an entry whose row is gone gets a
+ *	  tombstone.  A row is locked FOR SHARE before it is recorded, and is
+ *	  skipped when a concurrent writer changed it (that writer's own capture
+ *	  records it), so repair never supersedes a newer capture with an older
+ *	  image.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "capture.h"
+#include "identity.h"
+#include "reconcile.h"
+#include "rowkey.h"
+#include "rowprobe.h"
+#include "spi.h"
+#include "stamp.h"
+
+#define KZ_RECONCILE_CHUNK	1000
+
+/* Render one image as the table owner, restricted, under the rendering settings. */
+static void
+reconcile_image(const KzTableConf *conf, Oid owner, HeapTuple tup, TupleDesc desc, KzImage *img)
+{
+	KzUserSwitch sw;
+	int			level;
+
+	kz_as_restricted_begin(&sw, owner, false);
+	level = kz_render_settings_begin();
+	kz_capture_image(conf, tup, desc, img);
+	kz_render_settings_end(level);
+	kz_as_restricted_end(&sw);
+}
+
+int64
+kz_reconcile_seed(const KzTableConf *conf)
+{
+	Oid			owner = kz_rel_owner(conf->relid);
+	Relation	rel;
+	TableScanDesc scan;
+	TupleTableSlot *slot;
+	Snapshot	snap;
+	int64		total = 0;
+	MemoryContext chunk_cxt;
+	MemoryContext old;
+	KzChange   *changes = palloc(sizeof(KzChange) * KZ_RECONCILE_CHUNK);
+	int			n = 0;
+	bool		more = true;
+
+	chunk_cxt = AllocSetContextCreate(CurrentMemoryContext, "kizunasync seed",
+									  ALLOCSET_DEFAULT_SIZES);
+	rel = table_open(conf->relid, AccessShareLock);
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	scan = table_beginscan(rel, snap, 0, NULL);
+	slot = table_slot_create(rel, NULL);
+
+	while (more)
+	{
+		more = table_scan_getnextslot(scan, ForwardScanDirection, slot);
+		if (more)
+		{
+			bool		should_free;
+			HeapTuple	tup = ExecFetchSlotHeapTuple(slot, false, &should_free);
+			KzImage		img;
+
+			old = MemoryContextSwitchTo(chunk_cxt);
+			reconcile_image(conf, owner, tup, RelationGetDescr(rel), &img);
+			kz_capture_entry_change(&changes[n++], conf, &img,
+									HeapTupleHeaderGetRawXmin(tup->t_data));
+			MemoryContextSwitchTo(old);
+			if (should_free)
+				heap_freetuple(tup);
+		}
+		if (n == KZ_RECONCILE_CHUNK || (!more && n > 0))
+		{
+			kz_stamp_record(changes, n);
+			total += n;
+			n = 0;
+			MemoryContextReset(chunk_cxt);
+		}
+		CHECK_FOR_INTERRUPTS();
+	}
+
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	UnregisterSnapshot(snap);
+	table_close(rel, NoLock);
+	MemoryContextDelete(chunk_cxt);
+	return total;
+}
+
+/* ------------------------------------------------------------ repair */
+
+/* The live changelog entry of (table, pk): its bucket label and row_xmin. */
+typedef struct RepairEntry
+{
+	bool		found;
+	char	   *bucket;			/* NULL for a NULL bucket value */
+	bool		have_xmin;
+	TransactionId row_xmin;
+} RepairEntry;
+
+static void
+repair_entry(const KzTableConf *conf, const char *pk, RepairEntry *e)
+{
+	Oid			types[2] = {TEXTOID, TEXTOID};
+	Datum		values[2];
+
+	memset(e, 0, sizeof(*e));
+	values[0] = CStringGetTextDatum(conf->table_name);
+	values[1] = CStringGetTextDatum(pk);
+	if (kz_spi_priv("SELECT bucket_value, row_xmin FROM kizunasync.changelog"
+					" WHERE table_name OPERATOR(pg_catalog.=) $1 AND pk OPERATOR(pg_catalog.=) $2",
+					2, types, values, NULL, false, 1, SPI_OK_SELECT) > 0)
+	{
+		bool		isnull;
+		Datum		d;
+
+		e->found = true;
+		e->bucket = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+		e->have_xmin = !isnull;
+		if (!isnull)
+			e->row_xmin = DatumGetTransactionId(d);
+	}
+	SPI_freetuptable(SPI_tuptable);
+}
+
+/*
+ * The image a tombstone of an entry needs: its key, and the bucket value it
+ * recorded, rendered back from its label through the bucket column's type
+ * (as the table owner).
+ */
+static void
+repair_entry_image(const KzTableConf *conf, Oid owner, const char *pk, const char *label,
+				   KzImage *img)
+{
+	img->pk = pstrdup(pk);
+	img->bucket = conf->bucket_column ? (label ? pstrdup(label) : NULL) : "";
+	img->bucket_null = conf->bucket_column != NULL && label == NULL;
+	img->bucket_json = NULL;
+	if (conf->bucket_column != NULL && label != NULL)
+	{
+		KzUserSwitch sw;
+		int			level;
+		Oid			typinput;
+		Oid			typioparam;
+		Datum		value;
+		FmgrInfo	flinfo;
+		Jsonb	   *jb;
+
+		kz_as_restricted_begin(&sw, owner, false);
+		level = kz_render_settings_begin();
+		getTypeInputInfo(conf->bucket_type, &typinput, &typioparam);
+		value = OidInputFunctionCall(typinput, (char *) label, typioparam, -1);
+		fmgr_info(F_TO_JSONB, &flinfo);
+		flinfo.fn_expr = (Node *) makeFuncExpr(F_TO_JSONB, JSONBOID,
+											   list_make1(makeNullConst(conf->bucket_type, -1,
+																		InvalidOid)),
+											   InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+		jb = DatumGetJsonbP(FunctionCall1(&flinfo, value));
+		img->bucket_json = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
+		kz_render_settings_end(level);
+		kz_as_restricted_end(&sw);
+	}
+}
+
+static bool
+repair_same_bucket(const char *a, const char *b)
+{
+	if (a == NULL || b == NULL)
+		return a == b;
+	return strcmp(a, b) == 0;
+}
+
+/*
+ * Lock the row version at tid FOR SHARE; false when a concurrent writer
+ * updated or deleted it (its own capture records it).
+ */
+static bool
+repair_lock_row(Relation rel, ItemPointer tid, Snapshot snap)
+{
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	TM_FailureData tmfd;
+	TM_Result	res;
+
+	res = table_tuple_lock(rel, tid, snap, slot, GetCurrentCommandId(false),
+						   LockTupleShare, LockWaitBlock, 0, &tmfd);
+	ExecDropSingleTupleTableSlot(slot);
+	switch (res)
+	{
+		case TM_Ok:
+		case TM_SelfModified:
+			return true;
+		case TM_Updated:
+		case TM_Deleted:
+			return false;
+		default:
+			elog(ERROR, "unexpected tuple lock status %u", res);
+	}
+	return false;				/* keep compiler quiet */
+}
+
+/* Phase 1: rows whose latest version the bookkeeping misses. */
+static int64
+repair_rows(const KzTableConf *conf, Oid owner, MemoryContext row_cxt)
+{
+	Relation	rel = table_open(conf->relid, RowShareLock);
+	Snapshot	snap = RegisterSnapshot(GetLatestSnapshot());
+	TableScanDesc scan = table_beginscan(rel, snap, 0, NULL);
+	TupleTableSlot *slot = table_slot_create(rel, NULL);
+	int64		total = 0;
+
+	while (table_scan_getnextslot(scan, ForwardScanDirection, slot))
+	{
+		MemoryContext old = MemoryContextSwitchTo(row_cxt);
+		bool		should_free;
+		HeapTuple	tup = ExecFetchSlotHeapTuple(slot, false, &should_free);
+		TransactionId xmin = HeapTupleHeaderGetRawXmin(tup->t_data);
+		KzImage		img;
+		RepairEntry e;
+		KzChange	changes[2];
+		int			n = 0;
+
+		reconcile_image(conf, owner, tup, RelationGetDescr(rel), &img);
+		repair_entry(conf, img.pk, &e);
+		if (!e.found || !e.have_xmin || e.row_xmin != xmin ||
+			!repair_same_bucket(e.bucket, img.bucket))
+		{
+			if (repair_lock_row(rel, &slot->tts_tid, snap))
+			{
+				/* under the lock: what the bookkeeping holds now */
+				repair_entry(conf, img.pk, &e);
+				if (e.found && !repair_same_bucket(e.bucket, img.bucket))
+				{
+					KzImage		left;
+
+					repair_entry_image(conf, owner, img.pk, e.bucket, &left);
+					kz_capture_tombstone_change(&changes[n++], conf, &left);
+				}
+				kz_capture_entry_change(&changes[n++], conf, &img, xmin);
+				kz_stamp_record(changes, n);
+				total += n;
+			}
+		}
+		if (should_free)
+			heap_freetuple(tup);
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(row_cxt);
+		CHECK_FOR_INTERRUPTS();
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	table_endscan(scan);
+	UnregisterSnapshot(snap);
+	table_close(rel, NoLock);
+	return total;
+}
+
+/* Phase 2: entries whose row is gone, a chunk of keys at a time. */
+static int64
+repair_vanished(const KzTableConf *conf, Oid owner, MemoryContext row_cxt)
+{
+	char	   *after = pstrdup("");
+	int64		total = 0;
+	Datum	   *keyvals = palloc(sizeof(Datum) * conf->nkeys);
+
+	for (;;)
+	{
+		Oid			types[2] = {TEXTOID, TEXTOID};
+		Datum		values[2];
+		uint64		n;
+		uint64		i;
+		SPITupleTable *tt;
+
+		values[0] = CStringGetTextDatum(conf->table_name);
+		values[1] = CStringGetTextDatum(after);
+		/* keys are never empty, so "" starts before the first one */
+		n = kz_spi_priv("SELECT pk, bucket_value FROM kizunasync.changelog"
+						" WHERE table_name OPERATOR(pg_catalog.=) $1 AND pk OPERATOR(pg_catalog.>) $2"
+						" ORDER BY pk LIMIT " CppAsString2(KZ_RECONCILE_CHUNK),
+						2, types, values, NULL, false, 0, SPI_OK_SELECT);
+		if (n == 0)
+			break;
+		tt = SPI_tuptable;
+		for (i = 0; i < n; i++)
+		{
+			MemoryContext old = MemoryContextSwitchTo(row_cxt);
+			char	   *pk = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
+			char	   *label = SPI_getvalue(tt->vals[i], tt->tupdesc, 2);
+
+			if (kz_rowkey_parse(conf, pk, keyvals) && !kz_row_exists(conf, keyvals))
+			{
+				KzImage		img;
+				KzChange	ch;
+
+				repair_entry_image(conf, owner, pk, label, &img);
+				kz_capture_tombstone_change(&ch, conf, &img);
+				kz_stamp_record(&ch, 1);
+				total++;
+			}
+			MemoryContextSwitchTo(old);
+			if (i == n - 1)
+			{
+				pfree(after);
+				after = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
+			}
+			MemoryContextReset(row_cxt);
+			CHECK_FOR_INTERRUPTS();
+		}
+		SPI_freetuptable(tt);
+		if (n < KZ_RECONCILE_CHUNK)
+			break;
+	}
+	return total;
+}
+
+int64
+kz_reconcile_repair(const KzTableConf *conf)
+{
+	Oid			owner = kz_rel_owner(conf->relid);
+	MemoryContext row_cxt = AllocSetContextCreate(CurrentMemoryContext, "kizunasync repair",
+												  ALLOCSET_DEFAULT_SIZES);
+	int64		total;
+
+	total = repair_rows(conf, owner, row_cxt);
+	total += repair_vanished(conf, owner, row_cxt);
+	MemoryContextDelete(row_cxt);
+	return total;
+}

@@ -1,0 +1,95 @@
+/*-------------------------------------------------------------------------
+ *
+ * registry.c
+ *	  The client registry (registry.h).  One upsert serves pull (cursor)
+ *	  and push (last accepted mutation).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "utils/builtins.h"
+#include "utils/uuid.h"
+
+#include "registry.h"
+#include "spi.h"
+
+void
+kz_registry_touch(const char *fname, const char *sub, const pg_uuid_t *client,
+				  int32 schema_version, const text *cursor, int64 cursor_horizon,
+				  const char *last_mutation_id)
+{
+	Oid			types[6] = {UUIDOID, TEXTOID, TEXTOID, UUIDOID, INT4OID, INT8OID};
+	Datum		args[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+
+	args[0] = UUIDPGetDatum(client);
+	args[1] = CStringGetTextDatum(sub);
+	if (cursor)
+		args[2] = PointerGetDatum(cursor);
+	else
+		nulls[2] = 'n';
+	if (last_mutation_id)
+		args[3] = DirectFunctionCall1(uuid_in, CStringGetDatum(last_mutation_id));
+	else
+		nulls[3] = 'n';
+	args[4] = Int32GetDatum(schema_version);
+	if (cursor)
+		args[5] = Int64GetDatum(cursor_horizon);
+	else
+		nulls[5] = 'n';
+	if (kz_spi_priv("INSERT INTO kizunasync.clients AS c"
+					" (client_id, user_id, cursor, last_mutation_id, schema_version, last_seen,"
+					"  cursor_horizon)"
+					" VALUES ($1, $2, COALESCE($3, '0'), $4, $5, pg_catalog.now(), $6)"
+					" ON CONFLICT (client_id) DO UPDATE"
+					" SET cursor = COALESCE($3, c.cursor),"
+					"  cursor_horizon = CASE WHEN $3 IS NULL THEN c.cursor_horizon ELSE $6 END,"
+					"  last_mutation_id = COALESCE(EXCLUDED.last_mutation_id, c.last_mutation_id),"
+					"  schema_version = EXCLUDED.schema_version, last_seen = EXCLUDED.last_seen"
+					" WHERE c.user_id OPERATOR(pg_catalog.=) EXCLUDED.user_id",
+					6, types, args, nulls, false, 0, SPI_OK_INSERT) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("%s: client %s is registered to another user", fname,
+						DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(client))))));
+
+	/* keep the newest registrations of the user */
+	kz_spi_priv("DELETE FROM kizunasync.clients"
+				" WHERE user_id OPERATOR(pg_catalog.=) $2"
+				" AND client_id OPERATOR(pg_catalog.<>) $1"
+				" AND client_id NOT IN (SELECT x.client_id FROM kizunasync.clients x"
+				"   WHERE x.user_id OPERATOR(pg_catalog.=) $2"
+				"   AND x.client_id OPERATOR(pg_catalog.<>) $1"
+				"   ORDER BY x.last_seen DESC, x.client_id LIMIT " CppAsString2(KZ_REGISTRY_PER_USER) " - 1)",
+				2, types, args, nulls, false, 0, SPI_OK_DELETE);
+}
+
+bool
+kz_registry_cursor_horizon(const char *sub, const pg_uuid_t *client, const text *cursor,
+						   int64 *horizon)
+{
+	Oid			types[3] = {UUIDOID, TEXTOID, TEXTOID};
+	Datum		args[3];
+	bool		found = false;
+
+	args[0] = UUIDPGetDatum(client);
+	args[1] = CStringGetTextDatum(sub);
+	args[2] = PointerGetDatum(cursor);
+	if (kz_spi_priv("SELECT cursor_horizon FROM kizunasync.clients"
+					" WHERE client_id OPERATOR(pg_catalog.=) $1"
+					" AND user_id OPERATOR(pg_catalog.=) $2"
+					" AND cursor OPERATOR(pg_catalog.=) $3"
+					" AND cursor_horizon IS NOT NULL",
+					3, types, args, NULL, true, 1, SPI_OK_SELECT) > 0)
+	{
+		bool		isnull;
+
+		*horizon = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1,
+											   &isnull));
+		found = true;
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return found;
+}

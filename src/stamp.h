@@ -1,0 +1,55 @@
+/*-------------------------------------------------------------------------
+ *
+ * stamp.h
+ *	  Numbering: drawing a change's seq and recording its entry, inside the
+ *	  fence that makes "draw + insert" atomic with respect to a pull reading
+ *	  the high-water (decisions/0010-sequencing.md, Invariant F).
+ *	  Implemented in src/stamp.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KZ_STAMP_H
+#define KZ_STAMP_H
+
+/* Longest row key and bucket value text an entry may carry (bytes). */
+#define KZ_MAX_KEY_BYTES	1024
+#define KZ_MAX_BUCKET_BYTES	1024
+
+/* One captured change, ready to be numbered and recorded. */
+typedef struct KzChange
+{
+	char		op;				/* 'u': changelog entry, 'd': tombstone */
+	char	   *table_name;
+	char	   *pk;
+	char	   *bucket_value;	/* 'u': NULL for a NULL value; 'd': never NULL */
+	char	   *snapshot;		/* 'd': bucket snapshot as jsonb text */
+	TransactionId row_xmin;		/* 'u': xmin of the row version recorded */
+} KzChange;
+
+/*
+ * Record changes[0 .. n-1] in order: for each, delete the entries it
+ * supersedes (outside the fence), then draw its seq and insert its entry
+ * inside the fence.  Returns the last seq drawn.  Runs no SQL and no code
+ * of anybody's but PostgreSQL's.
+ */
+extern int64 kz_stamp_record(const KzChange *changes, int n);
+
+/* Has the current transaction recorded any entry? */
+extern bool kz_stamp_xact_recorded(void);
+
+/*
+ * Refuse (54000) a key or bucket value text too long for an entry, naming
+ * the table; called where the change is captured.
+ */
+extern void kz_stamp_check_lengths(const char *table_name, const char *pk,
+								   const char *bucket_value);
+
+/*
+ * Test-only wait point: when key is non-zero, a writer that has drawn a seq
+ * waits, before inserting its entry (inside the fence), for a shared
+ * transaction-level advisory lock on key.  Declared in SQL by the test
+ * setup only.
+ */
+extern void kz_stamp_set_wait_after_draw(int64 key);
+
+#endif							/* KZ_STAMP_H */
