@@ -45,6 +45,10 @@ cleanup() {
 	done
 }
 cleanup
+if [ "${KZ_ROLES_KEEP:-0}" != 1 ]; then
+	# an attacker role that became a superuser must not outlive the run
+	trap cleanup EXIT
+fi
 
 fresh_db() {	# db [owner]
 	local db=$1 owner=${2:-}
@@ -114,7 +118,6 @@ for f in "$@"; do
 		"$([ $extra -gt 0 ] && echo ", $extra from the runner")" "$(awk -v a="$t0" -v b="$t1" 'BEGIN {print b - a}')"
 done
 
-[ "${KZ_ROLES_KEEP:-0}" = 1 ] || cleanup
 echo "# roles: $passed passed, $failed failed"
 echo "$passed $failed" > "$OUT/totals"
 [ "$failed" -eq 0 ]
