@@ -261,7 +261,9 @@ def main():
         ok &= same
         diff = [k for k in set(p.replica) | set(want) if p.replica.get(k) != want.get(k)]
         print(f"pull_stress: puller {i} (limit {p.limit}, owners {p.owners}): {p.pages} pages, {p.entries} entries, "
-              f"max holes {p.max_holes}, pulls with > 512 in flight {p.pulls_over_limit}, cursor {p.cursor}, replica {'==' if same else '!='} table"
+              f"max holes {p.max_holes}, "
+              + (f"pulls with > 512 in flight {p.pulls_over_limit}, " if args.big_txns else "")
+              + f"cursor {p.cursor}, replica {'==' if same else '!='} table"
               + ("" if same else f" ({len(diff)} keys differ, e.g. "
                                  + ", ".join(f"{k}: replica {p.replica.get(k)} table {want.get(k)}" for k in sorted(diff)[:5]) + ")"))
     if args.big_txns:
