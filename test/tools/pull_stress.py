@@ -12,6 +12,19 @@ only some bucket values, so rows moving out must reach it as tombstones;
 --scan-cap N lowers settings.max_pull_scan so pages end at the scan cap.  When the writers are done each
 puller drains (has_more false); its replica must equal the table.
 
+--big-txns (issue 11) adds two writers of big transactions: one inserts
+100,000 rows (ids 1,000,001 ..) into bucket owner 6 early in the run and
+holds the transaction open for a moment before committing (at least once
+per run, with the pullers pulling meanwhile), the other writes, every
+couple of seconds, 600 .. 1,500 rows of one bucket (ids 1,001 .. 2,500) in
+one transaction, holds it, and commits or (one in five) rolls back.  More
+than 512 seqs of a bucket are then in flight at once, more than a cursor's
+holes can list: every pull must still answer and every replica end equal
+to the table.  Pullers then take larger limits, and the last puller names
+bucket 6 too.  The run reports, per puller, the most holes its cursors
+listed and how many of its pulls ran while more than 512 seqs of its
+buckets were in flight; it fails if no pull did.
+
   python3 test/tools/pull_stress.py [--writers 4] [--pullers 3] [--seconds 20]
 
 Uses the PG* environment (scripts/devenv.sh) and a database it creates
@@ -49,17 +62,20 @@ class Puller:
         self.pages = 0
         self.entries = 0
         self.max_holes = 0
+        self.pulls_over_limit = 0  # pulls made while > 512 seqs of its buckets were in flight
         sub = "00000000-0000-4000-8000-%012d" % (900 + n)
         self.s.query("SELECT set_config('request.jwt.claims', '%s', false);"
                      % json.dumps({"sub": sub, "role": "authenticated"}))
         self.s.query("SET ROLE authenticated;")
 
     def pull(self):
+        t0 = time.monotonic()
         out = self.s.query("SELECT 'P|' || kizunasync.pull('%s', '%s', 1, %d)::text;"
                            % (self.buckets, self.cursor, self.limit))
         page = [l for l in out if l.startswith("P|")]
         if len(page) != 1:
-            raise RuntimeError(f"pull failed at cursor {self.cursor}: {out}")
+            cur = self.cursor if len(self.cursor) <= 80 else self.cursor[:80] + "...(%d chars)" % len(self.cursor)
+            raise RuntimeError(f"pull failed at cursor {cur}: {out}")
         p = json.loads(page[0][2:])
         entries = [(int(r["seq"]), "u", r) for r in p["rows"]] + \
                   [(int(t["seq"]), "d", t) for t in p["tombstones"]]
@@ -72,9 +88,78 @@ class Puller:
                 self.replica.pop(e["pk"], None)
         self.cursor = p["cursor"]
         self.max_holes = max(self.max_holes, self.cursor.count(".") + ("~" in self.cursor))
+        if BIG.overlapped(self.owners, t0, time.monotonic()):
+            self.pulls_over_limit += 1
         self.pages += 1
         self.entries += len(entries)
         return p["has_more"], len(entries)
+
+
+class BigTxns:
+    """Windows of time during which a big transaction had all its seqs
+    drawn and was not yet committed: (owner, rows, start, end)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.windows = []
+        self.open = {}
+        self.done = []  # (rows, owner, committed)
+
+    def begin(self, key, owner, n):
+        with self.lock:
+            self.open[key] = (owner, n, time.monotonic())
+
+    def end(self, key):
+        with self.lock:
+            owner, n, t = self.open.pop(key)
+            self.windows.append((owner, n, t, time.monotonic()))
+
+    def overlapped(self, owners, t0, t1):
+        """a pull that ran entirely inside a window of > 512 rows of its buckets"""
+        with self.lock:
+            ws = self.windows + [(o, n, t, float("inf")) for o, n, t in self.open.values()]
+        return any(o in owners and n > 512 and t <= t0 and t1 <= e for o, n, t, e in ws)
+
+
+BIG = BigTxns()
+
+
+def big_writer(db, rng, seconds, huge, errors):
+    """huge: one 100,000-row transaction in bucket 6 after a second; else
+    600 .. 1,500-row transactions of one bucket every couple of seconds."""
+    s = Session(db)
+    s.query("SET client_min_messages = error;")
+    deadline = time.monotonic() + seconds
+    k = 0
+    try:
+        while True:
+            if huge:
+                time.sleep(1.0)
+                owner, n, lo = 6, 100000, 1000001
+            else:
+                time.sleep(rng.uniform(0.5, 2.5))
+                if time.monotonic() > deadline:
+                    break
+                owner, n, lo = rng.randint(1, 5), rng.randint(600, 1500), 1001
+                lo += rng.randint(0, 1500 - n)
+            out = s.query("BEGIN;\n"
+                          f"INSERT INTO stress SELECT g, {owner}, {rng.randint(0, 9999)} FROM generate_series({lo}, {lo + n - 1}) g"
+                          " ON CONFLICT (id) DO UPDATE SET owner = excluded.owner, v = excluded.v;")
+            if any(l.startswith(("ERROR", "FATAL")) for l in out):
+                raise RuntimeError(f"big transaction failed: {out}")
+            k += 1
+            BIG.begin((huge, k), owner, n)
+            time.sleep(rng.uniform(0.5, 1.5) if huge else rng.uniform(0.3, 1.0))
+            commit = huge or rng.random() >= 0.2
+            BIG.end((huge, k))
+            s.query("COMMIT;" if commit else "ROLLBACK;")
+            BIG.done.append((n, owner, commit))
+            if huge:
+                break
+    except Exception as e:  # noqa: BLE001
+        errors.append(e)
+    finally:
+        s.close()
 
 
 def main():
@@ -87,6 +172,8 @@ def main():
     ap.add_argument("--subsets", action="store_true",
                     help="each puller names a random subset of the bucket values (moves out become tombstones)")
     ap.add_argument("--scan-cap", type=int, default=0, help="settings.max_pull_scan for the run")
+    ap.add_argument("--big-txns", action="store_true",
+                    help="also transactions of 600 .. 1,500 rows of a bucket and one of 100,000 (issue 11)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     print(f"pull_stress: seed {args.seed}, {args.writers} writers, {args.pullers} pullers, {args.seconds}s")
@@ -116,13 +203,28 @@ def main():
             return list(range(1, 6))
         return sorted(rng.sample(range(1, 6), rng.randint(1, 4)))
 
-    pullers = [Puller(DB, i, random.Random(rng.random()), limit=rng.choice([1, 3, 7, 20]), owners=owners())
+    limits = [20, 100, 1000] if args.big_txns else [1, 3, 7, 20]
+    pullers = [Puller(DB, i, random.Random(rng.random()), limit=rng.choice(limits), owners=owners())
                for i in range(args.pullers)]
     errors = []
+    bigs = []
+    if args.big_txns:
+        # the last puller also names bucket 6 (the 100,000 rows) and takes whole pages
+        last = pullers[-1]
+        last.owners = sorted(set(last.owners) | {6})
+        last.buckets = buckets(last.owners)
+        last.limit = 5000
+        for huge in (True, False):
+            bigs.append(threading.Thread(target=big_writer,
+                                         args=(DB, random.Random(rng.random()), args.seconds, huge, errors)))
+            bigs[-1].start()
+
+    def writing():
+        return any(w.poll() is None for w in writers) or any(b.is_alive() for b in bigs)
 
     def pull_loop(p):
         try:
-            while any(w.poll() is None for w in writers):
+            while writing():
                 p.pull()
                 time.sleep(p.rng.uniform(0, 0.05))
             for _ in range(100000):
@@ -141,6 +243,8 @@ def main():
         t.join()
     for w in writers:
         w.wait()
+    for b in bigs:
+        b.join()
     if errors:
         print("pull_stress: FAIL:", errors[0])
         return 1
@@ -157,9 +261,19 @@ def main():
         ok &= same
         diff = [k for k in set(p.replica) | set(want) if p.replica.get(k) != want.get(k)]
         print(f"pull_stress: puller {i} (limit {p.limit}, owners {p.owners}): {p.pages} pages, {p.entries} entries, "
-              f"max holes {p.max_holes}, cursor {p.cursor}, replica {'==' if same else '!='} table"
+              f"max holes {p.max_holes}, "
+              + (f"pulls with > 512 in flight {p.pulls_over_limit}, " if args.big_txns else "")
+              + f"cursor {p.cursor}, replica {'==' if same else '!='} table"
               + ("" if same else f" ({len(diff)} keys differ, e.g. "
                                  + ", ".join(f"{k}: replica {p.replica.get(k)} table {want.get(k)}" for k in sorted(diff)[:5]) + ")"))
+    if args.big_txns:
+        over = sum(p.pulls_over_limit for p in pullers)
+        print(f"pull_stress: big transactions (rows, bucket, committed): {BIG.done}; "
+              f"max holes in a cursor: {max(p.max_holes for p in pullers)}; "
+              f"pulls answered while more than 512 seqs of the puller's buckets were in flight: {over}")
+        if over == 0:
+            print("pull_stress: no pull ran while more than 512 seqs of its buckets were in flight: the run proves nothing")
+            ok = False
     print(f"pull_stress: {len(table)} rows, {changes} seqs drawn: {'PASS' if ok else 'FAIL'}")
     for p in pullers:
         p.s.close()
