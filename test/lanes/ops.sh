@@ -1,0 +1,24 @@
+# shellcheck shell=bash
+# Lane "ops": operations tests in test/t/ (issue 12): the dump/restore round
+# trip (test/t/dump_restore.sh) and upgrades from every released version
+# (test/t/upgrade.sh).  Each script prints TAP; this lane counts its "ok" and
+# "not ok" lines and appends "ops <passed> <failed> 0" to $KZ_RESULTS.
+# Sourced by scripts/test.sh (see test/lanes/README.md).  About 20-30 s.
+KZ_EXTRA_LANES="$KZ_EXTRA_LANES ops"
+
+lane_ops() {
+	echo "== lane: ops (test/t: dump/restore round trip, upgrades)"
+	local t log rc p f pass=0 fail=0
+	for t in dump_restore upgrade; do
+		log=$KZ_OUT/t-$t.log; rc=0
+		bash "$ROOT/test/t/$t.sh" > "$log" 2>&1 || rc=$?
+		p=$(grep -c '^ok [0-9]' "$log" || true)
+		f=$(grep -c '^not ok [0-9]' "$log" || true)
+		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+		# failures with their diagnostics (capped), then the summary line
+		grep -v '^ok [0-9]' "$log" | head -n "${KZ_OPS_LOG_LINES:-250}" || true
+		echo "ops/$t: $p ok, $f not ok, exit $rc (full output: $log)"
+		pass=$((pass + p)); fail=$((fail + f))
+	done
+	echo "ops $pass $fail 0" >> "$KZ_RESULTS"
+}
