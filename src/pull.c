@@ -23,6 +23,7 @@
 #include "access/detoast.h"
 #include "access/xact.h"
 #include "access/xlog.h"
+#include "access/xlog_internal.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -401,8 +402,12 @@ pull_attempt(PullCall *pc, Snapshot snap, PullPage *pg)
 	}
 	else
 	{
+		/*
+		 * Holes, or changes in flight above a lowered high-water, are owed:
+		 * the device comes back for them.
+		 */
 		pg->cursor_out = pull_encode_cursor(false, 0, &hz);
-		pg->has_more = hz.nholes > 0;
+		pg->has_more = hz.nholes > 0 || hz.lowered;
 	}
 	pg->claimed_hw = hz.high_water;
 	pg->progress = pg->nrows > 0 || pg->ntombs > 0 || !pg->has_more ||
@@ -485,6 +490,25 @@ pull_finish(PullCall *pc, PullPage *pg, MemoryContext callcxt)
 	return page;
 }
 
+/*
+ * The end of the WAL inserted so far: every commit the snapshot taken just
+ * before sees lies at or below it.  GetXLogInsertRecPtr() answers a usable
+ * position, which at a page boundary lies past the page header that is not
+ * written yet; XLogFlush() of that position fails, so step back to the
+ * boundary (as XLogBytePosToEndRecPtr() does).
+ */
+static XLogRecPtr
+pull_insert_end(void)
+{
+	XLogRecPtr	ptr = GetXLogInsertRecPtr();
+
+	if (XLogSegmentOffset(ptr, wal_segment_size) == SizeOfXLogLongPHD)
+		ptr -= SizeOfXLogLongPHD;
+	else if (ptr % XLOG_BLCKSZ == SizeOfXLogShortPHD)
+		ptr -= SizeOfXLogShortPHD;
+	return ptr;
+}
+
 /* May a pull that made no progress wait for the changes in flight? */
 static bool
 pull_may_wait(PullCall *pc, TimestampTz began)
@@ -545,7 +569,7 @@ pull_call(FunctionCallInfo fcinfo)
 
 			kz_spi_connect();
 			snap = RegisterSnapshot(GetTransactionSnapshot());
-			seen_lsn = GetXLogInsertRecPtr();
+			seen_lsn = pull_insert_end();
 			PushActiveSnapshot(snap);
 			pull_attempt(pc, snap, &pg);
 			PopActiveSnapshot();
