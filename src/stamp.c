@@ -64,16 +64,16 @@ kz_stamp_check_lengths(const char *table_name, const char *pk, const char *bucke
 	if (klen > KZ_MAX_KEY_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("row key of synced table \"%s\" is too long", table_name),
-				 errdetail("The key text is %zu bytes; the limit is %d bytes.",
-						   klen, KZ_MAX_KEY_BYTES),
+				 errmsg("row key of synced table \"%s\" exceeds the kizunasync maximum of %d bytes",
+						table_name, KZ_MAX_KEY_BYTES),
+				 errdetail("The key text is %zu bytes.", klen),
 				 errhint("Use shorter primary-key values, or stop syncing the table.")));
 	if (blen > KZ_MAX_BUCKET_BYTES)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
-				 errmsg("bucket value of synced table \"%s\" is too long", table_name),
-				 errdetail("The bucket value text is %zu bytes; the limit is %d bytes.",
-						   blen, KZ_MAX_BUCKET_BYTES),
+				 errmsg("bucket value of synced table \"%s\" exceeds the kizunasync maximum of %d bytes",
+						table_name, KZ_MAX_BUCKET_BYTES),
+				 errdetail("The bucket value text is %zu bytes.", blen),
 				 errhint("Bucket values longer than a pull may ask for can never be delivered.")));
 }
 

@@ -87,7 +87,8 @@ SELECT kzt.ok(bool_and(st = '42501'), format('F dbowner: %s of every bookkeeping
 			   kzt.try(format(CASE op WHEN 'SELECT' THEN 'SELECT 1 FROM kizunasync.%1$I LIMIT 1'
 									  WHEN 'UPDATE' THEN 'UPDATE kizunasync.%1$I SET %2$I = %2$I'
 									  ELSE 'DELETE FROM kizunasync.%1$I' END,
-					c.relname, (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum = 1))) AS st
+					c.relname, (SELECT a.attname FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attnum > 0
+							AND NOT a.attisdropped AND a.attidentity = '' AND a.attgenerated = '' ORDER BY a.attnum LIMIT 1))) AS st
 		  FROM pg_class c, unnest('{SELECT,UPDATE,DELETE}'::text[]) op
 		 WHERE c.relnamespace = 'kizunasync'::regnamespace AND c.relkind = 'r') x
  GROUP BY op ORDER BY op;
