@@ -4,11 +4,19 @@ MODULE_big  = kizunasync
 OBJS        = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 
 # The current version's install script is assembled from ordered parts
-# under sql/src/.  Released install scripts (sql/kizunasync--X.Y.Z.sql) are
-# frozen as shipped and committed; each release adds one upgrade script
-# sql/kizunasync--OLD--NEW.sql (see decisions/0080-releases.md).
+# under sql/src/; the upgrade script from the previous release is assembled
+# from sql/upgrade/PREV--NEW.pre.sql, the routine parts of sql/src/ (all but
+# the tables and the triggers, which only a fresh install creates),
+# sql/upgrade/PREV--NEW.post.sql and the grants.  Released scripts
+# (sql/kizunasync--X.Y.Z.sql, sql/kizunasync--A--B.sql) are frozen as shipped
+# and committed (see decisions/0080-releases.md).
 KZ_VERSION  = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/kizunasync.control)
-DATA_built  = sql/kizunasync--$(KZ_VERSION).sql
+KZ_PARTS    = $(sort $(wildcard sql/src/*.sql))
+KZ_INSTALL_ONLY = sql/src/00_schema.sql sql/src/90_triggers.sql
+KZ_GRANTS   = sql/src/99_grants.sql
+KZ_ROUTINES = $(filter-out $(KZ_INSTALL_ONLY) $(KZ_GRANTS),$(KZ_PARTS))
+KZ_UPGRADE  = $(patsubst sql/upgrade/%.pre.sql,sql/kizunasync--%.sql,$(wildcard sql/upgrade/*--$(KZ_VERSION).pre.sql))
+DATA_built  = sql/kizunasync--$(KZ_VERSION).sql $(KZ_UPGRADE)
 DATA        = $(filter-out $(DATA_built),$(wildcard sql/kizunasync--*.sql))
 
 PG_CPPFLAGS = -I$(srcdir)/src $(shell pkg-config --cflags jansson 2>/dev/null)
@@ -30,7 +38,10 @@ PG_CONFIG ?= pg_config
 PGXS := $(shell $(PG_CONFIG) --pgxs)
 include $(PGXS)
 
-$(DATA_built): $(sort $(wildcard sql/src/*.sql))
+sql/kizunasync--$(KZ_VERSION).sql: $(KZ_PARTS)
+	cat $^ > $@
+
+$(KZ_UPGRADE): sql/kizunasync--%.sql: sql/upgrade/%.pre.sql $(KZ_ROUTINES) sql/upgrade/%.post.sql $(KZ_GRANTS)
 	cat $^ > $@
 
 # pg_regress refuses to create its output directories as root-owned when the

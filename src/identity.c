@@ -17,6 +17,7 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
+#include "utils/regproc.h"
 #include "utils/syscache.h"
 #include "utils/uuid.h"
 
@@ -50,7 +51,8 @@ identity_refuse_secdef(Oid fnoid)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the SQL objects of extension \"kizunasync\" are older than its library"),
-				 errdetail("Function %u is declared SECURITY DEFINER.", fnoid),
+				 errdetail("Function %s is declared SECURITY DEFINER; this library runs every entry point as its caller.",
+						   format_procedure(fnoid)),
 				 errhint("Run ALTER EXTENSION kizunasync UPDATE.")));
 }
 

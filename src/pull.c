@@ -215,12 +215,14 @@ pull_cursor_expired(PullCall *pc, const KzReapState *rs, int64 L)
 		int64		horizon;
 
 		/*
-		 * A paused bootstrap: the rows it received may have been deleted
-		 * and their tombstones reaped since.  Exact for registered clients:
-		 * the registry keeps the horizon the pull that handed the cursor
-		 * out saw.  A cursor the registry does not know is expired too.
+		 * A paused bootstrap: a row it delivered may have been deleted since
+		 * and the tombstone reaped.  Such a tombstone has a seq above P
+		 * (so nothing is lost while the horizon is at or below P), and it
+		 * was reaped after the bootstrap began: the registry keeps the reap
+		 * horizon of that beginning (decisions/0010).  A client the
+		 * registry knows no bootstrap of is expired too.
 		 */
-		if (!kz_registry_cursor_horizon(pc->sub, pc->client, pc->cursor_in, &horizon) ||
+		if (!kz_registry_bootstrap_horizon(pc->sub, pc->client, &horizon) ||
 			horizon < rs->reaped_seq)
 			return true;
 	}
@@ -480,7 +482,9 @@ pull_finish(PullCall *pc, PullPage *pg, MemoryContext callcxt)
 					 errmsg("registering a client requires a JWT \"sub\" claim"),
 					 errdetail("A table of this pull registers clients, and the caller has no user id.")));
 		kz_registry_touch(PULL_FNAME, pc->sub, pc->client, pc->schema_version,
-						  pg->cursor_out, pg->reaped_seq, NULL);
+						  pg->cursor_out,
+						  !pc->cur->has_start && pc->cur->high_water == 0 && pc->cur->nholes == 0,
+						  pg->reaped_seq, NULL);
 	}
 
 	old = MemoryContextSwitchTo(callcxt);

@@ -356,7 +356,7 @@ push_register_client(PushBatch *b, pg_uuid_t *client, int32 schema_version,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("registering a client requires a JWT \"sub\" claim"),
 				 errdetail("A table of this push registers clients, and the caller has no user id.")));
-	kz_registry_touch(PUSH_FNAME, b->sub, client, schema_version, NULL, 0, last_accepted);
+	kz_registry_touch(PUSH_FNAME, b->sub, client, schema_version, NULL, false, 0, last_accepted);
 }
 
 static Jsonb *

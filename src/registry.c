@@ -17,7 +17,8 @@
 
 void
 kz_registry_touch(const char *fname, const char *sub, const pg_uuid_t *client,
-				  int32 schema_version, const text *cursor, int64 cursor_horizon,
+				  int32 schema_version, const text *cursor,
+				  bool bootstrap_began, int64 reaped_seq,
 				  const char *last_mutation_id)
 {
 	Oid			types[6] = {UUIDOID, TEXTOID, TEXTOID, UUIDOID, INT4OID, INT8OID};
@@ -35,17 +36,23 @@ kz_registry_touch(const char *fname, const char *sub, const pg_uuid_t *client,
 	else
 		nulls[3] = 'n';
 	args[4] = Int32GetDatum(schema_version);
-	if (cursor)
-		args[5] = Int64GetDatum(cursor_horizon);
+	if (cursor && bootstrap_began)
+		args[5] = Int64GetDatum(reaped_seq);
 	else
 		nulls[5] = 'n';
+
+	/*
+	 * The bootstrap horizon changes only when a bootstrap begins: every
+	 * page of it, and a page pulled again from an earlier cursor of it, is
+	 * judged against the horizon of its beginning.
+	 */
 	if (kz_spi_priv("INSERT INTO kizunasync.clients AS c"
 					" (client_id, user_id, cursor, last_mutation_id, schema_version, last_seen,"
-					"  cursor_horizon)"
+					"  bootstrap_horizon)"
 					" VALUES ($1, $2, COALESCE($3, '0'), $4, $5, pg_catalog.now(), $6)"
 					" ON CONFLICT (client_id) DO UPDATE"
 					" SET cursor = COALESCE($3, c.cursor),"
-					"  cursor_horizon = CASE WHEN $3 IS NULL THEN c.cursor_horizon ELSE $6 END,"
+					"  bootstrap_horizon = COALESCE($6, c.bootstrap_horizon),"
 					"  last_mutation_id = COALESCE(EXCLUDED.last_mutation_id, c.last_mutation_id),"
 					"  schema_version = EXCLUDED.schema_version, last_seen = EXCLUDED.last_seen"
 					" WHERE c.user_id OPERATOR(pg_catalog.=) EXCLUDED.user_id",
@@ -67,22 +74,19 @@ kz_registry_touch(const char *fname, const char *sub, const pg_uuid_t *client,
 }
 
 bool
-kz_registry_cursor_horizon(const char *sub, const pg_uuid_t *client, const text *cursor,
-						   int64 *horizon)
+kz_registry_bootstrap_horizon(const char *sub, const pg_uuid_t *client, int64 *horizon)
 {
-	Oid			types[3] = {UUIDOID, TEXTOID, TEXTOID};
-	Datum		args[3];
+	Oid			types[2] = {UUIDOID, TEXTOID};
+	Datum		args[2];
 	bool		found = false;
 
 	args[0] = UUIDPGetDatum(client);
 	args[1] = CStringGetTextDatum(sub);
-	args[2] = PointerGetDatum(cursor);
-	if (kz_spi_priv("SELECT cursor_horizon FROM kizunasync.clients"
+	if (kz_spi_priv("SELECT bootstrap_horizon FROM kizunasync.clients"
 					" WHERE client_id OPERATOR(pg_catalog.=) $1"
 					" AND user_id OPERATOR(pg_catalog.=) $2"
-					" AND cursor OPERATOR(pg_catalog.=) $3"
-					" AND cursor_horizon IS NOT NULL",
-					3, types, args, NULL, true, 1, SPI_OK_SELECT) > 0)
+					" AND bootstrap_horizon IS NOT NULL",
+					2, types, args, NULL, true, 1, SPI_OK_SELECT) > 0)
 	{
 		bool		isnull;
 

@@ -2,9 +2,10 @@
  *
  * registry.h
  *	  The optional client registry (kizunasync.clients, SPEC 4.12 and
- *	  5.11): the last cursor a client was given and the reap horizon the
- *	  pull that gave it saw, its last accepted mutation and schema version.  A client id never moves to another
- *	  user; at most KZ_REGISTRY_PER_USER registrations are kept per user.
+ *	  5.11): the last cursor a client was given, the reap horizon when its
+ *	  latest bootstrap began, its last accepted mutation and schema
+ *	  version.  A client id never moves to another user; at most
+ *	  KZ_REGISTRY_PER_USER registrations are kept per user.
  *	  Must be called inside SPI.  Implemented in src/registry.c.
  *
  *-------------------------------------------------------------------------
@@ -18,20 +19,22 @@
 
 /*
  * Upsert client (registered to sub): cursor, when not NULL, is the cursor
- * just handed out by a pull that saw reap horizon cursor_horizon;
- * last_mutation_id, when not NULL, the last mutation the push accepted.
- * fname names the calling entry point in messages.  A client registered to
- * another user is 42501.
+ * just handed out by a pull; when that pull began a bootstrap (it was from
+ * cursor 0), bootstrap_began is true and reaped_seq the reap horizon it
+ * saw.  last_mutation_id, when not NULL, is the last mutation the push
+ * accepted.  fname names the calling entry point in messages.  A client
+ * registered to another user is 42501.
  */
 extern void kz_registry_touch(const char *fname, const char *sub, const pg_uuid_t *client,
-							  int32 schema_version, const text *cursor, int64 cursor_horizon,
+							  int32 schema_version, const text *cursor,
+							  bool bootstrap_began, int64 reaped_seq,
 							  const char *last_mutation_id);
 
 /*
- * Was cursor the last one handed out to client (of sub)?  Then *horizon is
- * the reap horizon the pull that handed it out saw.
+ * The reap horizon when client's (of sub) latest bootstrap began; false
+ * when the registry does not know one.
  */
-extern bool kz_registry_cursor_horizon(const char *sub, const pg_uuid_t *client,
-									   const text *cursor, int64 *horizon);
+extern bool kz_registry_bootstrap_horizon(const char *sub, const pg_uuid_t *client,
+										  int64 *horizon);
 
 #endif							/* KZ_REGISTRY_H */

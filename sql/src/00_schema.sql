@@ -156,8 +156,8 @@ CREATE TABLE kizunasync.verdicts (
 CREATE INDEX verdicts_recorded_at_idx ON kizunasync.verdicts (recorded_at);
 
 -- Optional client registry: the last cursor handed out, and the reap
--- horizon the pull that handed it out saw (a paused bootstrap expires when
--- a reap passed it since).
+-- horizon when the client's latest bootstrap began (a paused bootstrap
+-- expires when a reap passed it since).
 CREATE TABLE kizunasync.clients (
 	client_id           uuid PRIMARY KEY,
 	user_id             text COLLATE "C" NOT NULL,
@@ -165,7 +165,7 @@ CREATE TABLE kizunasync.clients (
 	last_mutation_id    uuid,
 	schema_version      integer NOT NULL DEFAULT 1,
 	last_seen           timestamptz NOT NULL DEFAULT now(),
-	cursor_horizon      bigint
+	bootstrap_horizon   bigint
 );
 CREATE INDEX clients_user_id_idx ON kizunasync.clients (user_id);
 CREATE INDEX clients_last_seen_idx ON kizunasync.clients (last_seen);
@@ -192,3 +192,20 @@ SELECT pg_catalog.pg_extension_config_dump('kizunasync.verdicts', '');
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.clients', '');
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.reap_state', '');
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.change_seq', '');
+
+-- Attachments: integrity metadata around Supabase Storage objects
+-- (sql/src/60_attachments.sql).
+CREATE TABLE kizunasync.attachments (
+	id            uuid PRIMARY KEY DEFAULT pg_catalog.gen_random_uuid(),
+	bucket_id     text COLLATE "C" NOT NULL,
+	object_path   text COLLATE "C" NOT NULL,
+	sha256        text CHECK (sha256 ~ '^[0-9a-f]{64}$'),
+	size          bigint CHECK (size >= 0),
+	media_type    text,
+	created_by    text COLLATE "C" NOT NULL,
+	table_name    text COLLATE "C",
+	created_at    timestamptz NOT NULL DEFAULT now(),
+	updated_at    timestamptz NOT NULL DEFAULT now(),
+	UNIQUE (bucket_id, object_path)
+);
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.attachments', '');

@@ -7,22 +7,20 @@
 -- ---------------------------------------------------------------------------
 
 -- Keeps every backend's table-config cache honest: any change to
--- synced_tables sends a relcache invalidation for it.
-CREATE FUNCTION kizunasync._conf_changed() RETURNS trigger
+-- synced_tables sends a relcache invalidation for it (the trigger is in
+-- sql/src/90_triggers.sql).
+CREATE OR REPLACE FUNCTION kizunasync._conf_changed() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'kz_conf_changed' LANGUAGE C;
-CREATE TRIGGER kizunasync_conf_changed
-	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON kizunasync.synced_tables
-	FOR EACH STATEMENT EXECUTE FUNCTION kizunasync._conf_changed();
 
 -- The capture trigger (AFTER INSERT OR UPDATE OR DELETE, FOR EACH ROW,
 -- enabled ALWAYS so that logical replication applies are captured).
-CREATE FUNCTION kizunasync._capture() RETURNS trigger
+CREATE OR REPLACE FUNCTION kizunasync._capture() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'kz_capture' LANGUAGE C;
 
-CREATE FUNCTION kizunasync._refuse_truncate() RETURNS trigger
+CREATE OR REPLACE FUNCTION kizunasync._refuse_truncate() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'kz_refuse_truncate' LANGUAGE C;
 
-CREATE FUNCTION kizunasync.sync_table(
+CREATE OR REPLACE FUNCTION kizunasync.sync_table(
 	tbl regclass,
 	sync_mode text DEFAULT 'read-write',
 	bucket_column text DEFAULT NULL,
@@ -40,18 +38,17 @@ AS 'MODULE_PATHNAME', 'kz_sync_table' LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION kizunasync.sync_table(regclass, text, text, text[], text, boolean, text, integer, integer, boolean, boolean, text) IS
 	'starts syncing a table the caller owns (or updates its configuration); returns the number of existing rows recorded';
 
-CREATE FUNCTION kizunasync.unsync_table(tbl regclass) RETURNS void
+CREATE OR REPLACE FUNCTION kizunasync.unsync_table(tbl regclass) RETURNS void
 AS 'MODULE_PATHNAME', 'kz_unsync_table' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION kizunasync.unsync_table(regclass) IS
 	'stops syncing a table the caller owns and forgets its bookkeeping';
 
-CREATE FUNCTION kizunasync.repair_table(tbl regclass) RETURNS bigint
+CREATE OR REPLACE FUNCTION kizunasync.repair_table(tbl regclass) RETURNS bigint
 AS 'MODULE_PATHNAME', 'kz_repair_table' LANGUAGE C VOLATILE STRICT;
 COMMENT ON FUNCTION kizunasync.repair_table(regclass) IS
 	'records what the bookkeeping of a synced table misses (writes made with its triggers off); returns the changes recorded';
 
--- Dropping a synced table forgets its configuration and bookkeeping.
-CREATE FUNCTION kizunasync._on_sql_drop() RETURNS event_trigger
+-- Dropping a synced table forgets its configuration and bookkeeping (the
+-- event trigger is in sql/src/90_triggers.sql).
+CREATE OR REPLACE FUNCTION kizunasync._on_sql_drop() RETURNS event_trigger
 	AS 'MODULE_PATHNAME', 'kz_on_sql_drop' LANGUAGE C;
-CREATE EVENT TRIGGER kizunasync_on_sql_drop ON sql_drop
-	EXECUTE FUNCTION kizunasync._on_sql_drop();

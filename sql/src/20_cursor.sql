@@ -6,7 +6,7 @@
 
 -- Parse a cursor token.  start is NULL for a checkpoint token.  Not strict:
 -- a NULL token raises 22023 like any invalid one.
-CREATE FUNCTION kizunasync.cursor_parse(cursor text,
+CREATE OR REPLACE FUNCTION kizunasync.cursor_parse(cursor text,
 		OUT start bigint, OUT high_water bigint, OUT holes bigint[])
 	RETURNS record
 	LANGUAGE C IMMUTABLE PARALLEL SAFE
@@ -18,7 +18,7 @@ COMMENT ON FUNCTION kizunasync.cursor_parse(text) IS
 
 -- Encode a cursor token.  start NULL gives a checkpoint token; holes are a
 -- set (sorted here; duplicates, NULLs, values out of range are errors).
-CREATE FUNCTION kizunasync.cursor_encode(start bigint, high_water bigint,
+CREATE OR REPLACE FUNCTION kizunasync.cursor_encode(start bigint, high_water bigint,
 		holes bigint[] DEFAULT '{}')
 	RETURNS text
 	LANGUAGE C IMMUTABLE PARALLEL SAFE

@@ -6,7 +6,7 @@
 -- EXECUTE: authenticated and service_role (99_grants.sql), not anon
 -- (decisions/0020-pull-not-for-anon.md).
 -- ---------------------------------------------------------------------------
-CREATE FUNCTION kizunasync.pull(
+CREATE OR REPLACE FUNCTION kizunasync.pull(
 	buckets jsonb,
 	cursor text,
 	schema_version integer,

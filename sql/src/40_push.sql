@@ -5,7 +5,7 @@
 -- in privileged sections.  The argument names are the wire keys of the rpc
 -- body.
 -- ---------------------------------------------------------------------------
-CREATE FUNCTION kizunasync.push(batch jsonb, last_mutation_id uuid, schema_version integer,
+CREATE OR REPLACE FUNCTION kizunasync.push(batch jsonb, last_mutation_id uuid, schema_version integer,
 								client_id uuid DEFAULT NULL)
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'kz_push'

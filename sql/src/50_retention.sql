@@ -3,21 +3,21 @@
 -- src/settings.c; EXECUTE for service_role and the database owner, see
 -- grants).  SECURITY INVOKER; a client JWT is refused.
 -- ---------------------------------------------------------------------------
-CREATE FUNCTION kizunasync.reap_tombstones(max_rows integer DEFAULT 100000)
+CREATE OR REPLACE FUNCTION kizunasync.reap_tombstones(max_rows integer DEFAULT 100000)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'kz_reap_tombstones'
 LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION kizunasync.reap_tombstones(integer) IS
   'removes tombstones older than their table''s TTL (bounded per call) and raises the reap horizon; returns the highest seq reaped';
 
-CREATE FUNCTION kizunasync.compact_changelog(max_rows integer DEFAULT 100000)
+CREATE OR REPLACE FUNCTION kizunasync.compact_changelog(max_rows integer DEFAULT 100000)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'kz_compact_changelog'
 LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION kizunasync.compact_changelog(integer) IS
   'removes bookkeeping nothing can deliver any more (bounded per call); returns rows removed';
 
-CREATE FUNCTION kizunasync.prune_clients(max_rows integer DEFAULT 100000)
+CREATE OR REPLACE FUNCTION kizunasync.prune_clients(max_rows integer DEFAULT 100000)
 RETURNS bigint
 AS 'MODULE_PATHNAME', 'kz_prune_clients'
 LANGUAGE C VOLATILE;
@@ -26,7 +26,7 @@ COMMENT ON FUNCTION kizunasync.prune_clients(integer) IS
 
 -- Schedules the three retention jobs with pg_cron when it is installed in
 -- this database; never requires it.  Re-running replaces the jobs.
-CREATE FUNCTION kizunasync.schedule_jobs()
+CREATE OR REPLACE FUNCTION kizunasync.schedule_jobs()
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'kz_schedule_jobs'
 LANGUAGE C VOLATILE;
@@ -34,7 +34,7 @@ COMMENT ON FUNCTION kizunasync.schedule_jobs() IS
   'schedules reap/compact/prune with pg_cron when installed (cron.schedule replaces jobs of the same name)';
 
 -- Changes deployment settings (NULL: unchanged); returns the effective ones.
-CREATE FUNCTION kizunasync.configure(
+CREATE OR REPLACE FUNCTION kizunasync.configure(
 	max_pull_scan integer DEFAULT NULL,
 	max_pull_limit integer DEFAULT NULL,
 	max_batch_size integer DEFAULT NULL,

@@ -18,9 +18,9 @@ T_DBS=()
 # users and devices of the history (test/t/history.sh)
 UA=00000000-0000-4000-8000-a10000000001
 UB=00000000-0000-4000-8000-a10000000002
-CONFIGURE_SIG='kizunasync.configure(integer,integer,integer,boolean,integer,integer,integer,text,text,text)'
+CONFIGURE_SIG='kizunasync.configure(integer,integer,integer,boolean,integer,integer,integer,integer,text,text,text)'
 # the decided declaration: argument names, NULL defaults, result
-CONFIGURE_DECL='max_pull_scan integer DEFAULT NULL::integer, max_pull_limit integer DEFAULT NULL::integer, max_batch_size integer DEFAULT NULL::integer, require_atomic boolean DEFAULT NULL::boolean, tombstone_ttl_days integer DEFAULT NULL::integer, client_ttl_days integer DEFAULT NULL::integer, hlc_max_skew_ms integer DEFAULT NULL::integer, reap_schedule text DEFAULT NULL::text, compact_schedule text DEFAULT NULL::text, client_prune_schedule text DEFAULT NULL::text -> jsonb'
+CONFIGURE_DECL='max_pull_scan integer DEFAULT NULL::integer, max_pull_limit integer DEFAULT NULL::integer, max_batch_size integer DEFAULT NULL::integer, require_atomic boolean DEFAULT NULL::boolean, tombstone_ttl_days integer DEFAULT NULL::integer, client_ttl_days integer DEFAULT NULL::integer, hlc_max_skew_ms integer DEFAULT NULL::integer, pull_wait_ms integer DEFAULT NULL::integer, reap_schedule text DEFAULT NULL::text, compact_schedule text DEFAULT NULL::text, client_prune_schedule text DEFAULT NULL::text -> jsonb'
 # configure_decl DB: configure()'s declaration in DB (empty when absent)
 configure_decl() {
 	q "$1" -c "SELECT pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid) FROM pg_proc p WHERE p.oid = to_regprocedure('$CONFIGURE_SIG')"

@@ -1,37 +1,46 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2028  # echo prints psql backslash commands literally
 # Upgrade from every released version (issue 12 item 2).  For each frozen
-# release script sql/kizunasync--X.Y.Z.sql (today: 0.1.0):
-#   1. kz_t_up_old: CREATE EXTENSION kizunasync VERSION 'X.Y.Z' (the frozen
-#      script, run against the current library), then the history of
-#      test/t/history.sh through that version's SQL API (0.1.0: settings are
-#      changed with UPDATE kizunasync.settings);
-#   2. kz_t_up_ref: a copy of it (CREATE DATABASE ... TEMPLATE) that is never
-#      upgraded: what a database on the new library answers before its
-#      ALTER EXTENSION;
-#   3. ALTER EXTENSION kizunasync UPDATE in kz_t_up_old;
-#   4. kz_t_up_new: a fresh CREATE EXTENSION kizunasync (default_version);
+# release script sql/kizunasync--X.Y.Z.sql (today: 0.1.0), with the release's
+# own library (built from its commit, test/t/releases, in a private copy of
+# the PostgreSQL installation with a cluster of its own):
+#   1. kz_t_up_old: CREATE EXTENSION kizunasync VERSION 'X.Y.Z', then the
+#      history of test/t/history.sh through that version's SQL API (0.1.0:
+#      settings are changed with UPDATE kizunasync.settings);
+#   2. kz_t_up_ref: a copy of it (CREATE DATABASE ... TEMPLATE) where the
+#      devices continue on the release library: what they would have seen
+#      without an upgrade (the reference);
+#   3. the current library and scripts replace the release's (as a package
+#      upgrade does); kz_t_up_pending, another copy, is not updated: the
+#      library refuses its release SQL objects when it cannot honour them
+#      safely (0.1.0's SECURITY DEFINER entry points, decisions/0060);
+#   4. ALTER EXTENSION kizunasync UPDATE in kz_t_up_old;
+#   5. kz_t_up_new: a fresh CREATE EXTENSION kizunasync (default_version);
 # then checks: the upgraded database has exactly the objects of the fresh
 # install (test/t/schema_objects.sql, a catalog listing, and pg_dump
 # --binary-upgrade --schema-only of the extension, OIDs masked); the
 # bookkeeping and settings survived the update; devices continue from their
-# old cursors exactly as in the never-upgraded twin, replays answer from the
-# ledger; the upgraded database round-trips through a strict dump/restore,
-# and so does a dump taken on the old version restored with the current
-# files (pg_dump writes CREATE EXTENSION without a version).
+# old cursors as on the release library, replays answer from the ledger; the
+# upgraded database round-trips through a strict dump/restore, and so does a
+# dump taken on the old version restored with the current files (pg_dump
+# writes CREATE EXTENSION without a version).
 # A self-test shows that the comparison sees a changed object.
 # The frozen scripts must stay byte-identical to what was released
 # (test/t/released.sha256).
 # TAP output; exit status 0 when everything passed.  Needs the test cluster
-# (PGHOST, PGPORT, PGUSER) and the extension installed (make install puts
-# every sql/kizunasync--*.sql in place).  KZ_T_KEEP=1 keeps the databases.
+# (PGHOST, PGPORT, PGUSER), the extension installed (make install), git and
+# the repository's history (to build a release's library); a release whose
+# commit is not in the checkout is skipped, loudly.  KZ_T_KEEP=1 keeps the
+# databases and the release cluster.  The release cluster listens on
+# KZ_T_UP_PORT (default 55439) under KZ_T_UP_DIR (default
+# /tmp/kizunasync-upgrade).
 T_NAME=upgrade
 # shellcheck source=test/t/lib.sh
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=test/t/history.sh
 . "$T_DIR/history.sh"
 O=$T_OUT
-OLD=kz_t_up_old REF=kz_t_up_ref NEW=kz_t_up_new
+OLD=kz_t_up_old REF=kz_t_up_ref PENDING=kz_t_up_pending NEW=kz_t_up_new
 DEFAULT=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$T_ROOT/kizunasync.control")
 EXTDIR=$(pg_config --sharedir)/extension
 
@@ -46,7 +55,17 @@ dump_members() {
 			-e "s/relfrozenxid = '[0-9]+', relminmxid = '[0-9]+'/relfrozenxid = <xid>, relminmxid = <mxid>/" \
 			-e "s/^WHERE oid = '[0-9]+';/WHERE oid = <toast oid>;/"
 }
-contents() { q "$1" -v schemas="$2" -f "$T_DIR/contents.sql"; }
+# the content of the given schemas; a NULL column is left out, so a column
+# a version adds compares equal to its absence
+contents() {
+	q "$1" -v schemas="$2" -f "$T_DIR/contents.sql" | python3 -c '
+import json, sys
+for line in sys.stdin:
+    name, _, rest = line.rstrip("\n").partition(" ")
+    if rest.startswith("{"):
+        rest = json.dumps({k: v for k, v in json.loads(rest).items() if v is not None}, sort_keys=True)
+    print(name, rest)'
+}
 
 # ---------------------------------------------------------------- releases
 check "the frozen release scripts are byte-identical to what was released (test/t/released.sha256)" \
@@ -70,15 +89,85 @@ else check "every C symbol named by a release or upgrade script is exported by $
 	"$(for f in $syms; do for x in "$f" "pg_finfo_$f"; do grep -qx "$x" <<< "$exported" || echo "missing: $x"; done; done)" ""
 fi
 
+# ------------------------------------------------------- release clusters
+# A private copy of the PostgreSQL installation (Debian's build is
+# relocatable, see scripts/devenv.sh) with a release's library and scripts,
+# and a cluster on it; the current files replace the release's later.
+UP_DIR=${KZ_T_UP_DIR:-/tmp/kizunasync-upgrade}
+UP_PORT=${KZ_T_UP_PORT:-55439}
+ORIG_BINDIR=$(pg_config --bindir)
+ORIG_PKGLIB=$(pg_config --pkglibdir)
+ORIG_EXT=$(pg_config --sharedir)/extension
+ORIG_ENV=("$PGHOST" "$PGPORT" "$PATH")
+PG_ROOT=${ORIG_BINDIR%/usr/lib/postgresql/*/bin}
+PG_MAJOR=$(basename "$(dirname "$ORIG_BINDIR")")
+UP_BIN=$UP_DIR/pg/usr/lib/postgresql/$PG_MAJOR/bin
+up_cluster() { KZ_PORT=$UP_PORT KZ_RUNDIR=$UP_DIR/run PG_BINDIR=$UP_BIN bash "$T_ROOT/scripts/cluster.sh" "$@"; }
+up_env() { export PGHOST=$UP_DIR/run/sock PGPORT=$UP_PORT PATH=$UP_BIN:${ORIG_ENV[2]}; }
+orig_env() { export PGHOST=${ORIG_ENV[0]} PGPORT=${ORIG_ENV[1]} PATH=${ORIG_ENV[2]}; }
+up_stop() { [ -x "$UP_BIN/pg_ctl" ] && up_cluster stop >/dev/null 2>&1; [ "${KZ_T_KEEP:-0}" = 1 ] || rm -rf "$UP_DIR"; }
+# release_cluster VERSION COMMIT: the installation with release VERSION's
+# files built from COMMIT, and its cluster started; prints why not, if not
+release_cluster() {
+	local v=$1 commit=$2 pkglib ext
+	if [ "$ORIG_BINDIR" = "$PG_ROOT" ] || [ ! -d "$PG_ROOT/usr/lib/postgresql/$PG_MAJOR" ]; then
+		echo "the PostgreSQL installation at $ORIG_BINDIR is not laid out as Debian's (.../usr/lib/postgresql/N/bin)"; return 1
+	fi
+	if ! git -C "$T_ROOT" cat-file -e "$commit^{commit}" 2>/dev/null; then
+		echo "release $v's commit $commit is not in this checkout (a clone without history?)"; return 1
+	fi
+	up_stop; rm -rf "$UP_DIR"
+	mkdir -p "$UP_DIR/pg/usr/lib/postgresql" "$UP_DIR/pg/usr/share/postgresql" "$UP_DIR/pg/usr/include" "$UP_DIR/src"
+	cp -a "$PG_ROOT/usr/lib/postgresql/$PG_MAJOR" "$UP_DIR/pg/usr/lib/postgresql/"
+	cp -a "$PG_ROOT/usr/share/postgresql/$PG_MAJOR" "$UP_DIR/pg/usr/share/postgresql/"
+	cp -a "$PG_ROOT/usr/include/postgresql" "$UP_DIR/pg/usr/include/"
+	pkglib=$("$UP_BIN/pg_config" --pkglibdir); ext=$("$UP_BIN/pg_config" --sharedir)/extension
+	rm -f "$pkglib"/kizunasync*.so "$ext"/kizunasync*
+	if ! { git -C "$T_ROOT" archive "$commit" | tar -x -C "$UP_DIR/src" &&
+		   make -C "$UP_DIR/src" -s -j2 PG_CONFIG="$UP_BIN/pg_config" install; } > "$O/build-$v.log" 2>&1; then
+		echo "building release $v failed: $(grep -m 3 -i 'error' "$O/build-$v.log")"; return 1
+	fi
+	if ! up_cluster start > "$O/cluster-$v.log" 2>&1; then
+		echo "the release cluster did not start: $(tail -n 3 "$O/cluster-$v.log")"; return 1
+	fi
+	up_env
+	q postgres -f "$T_ROOT/test/setup/standins.sql" >/dev/null
+}
+# release_swap: the current library and scripts replace the release's, as a
+# package upgrade does (the library by rename: running backends keep theirs)
+release_swap() {
+	local pkglib ext
+	pkglib=$("$UP_BIN/pg_config" --pkglibdir); ext=$("$UP_BIN/pg_config" --sharedir)/extension
+	install -m 755 "$ORIG_PKGLIB/kizunasync.so" "$pkglib/kizunasync.so.new" && mv -f "$pkglib/kizunasync.so.new" "$pkglib/kizunasync.so"
+	rm -f "$ext"/kizunasync.control "$ext"/kizunasync--*.sql
+	cp "$ORIG_EXT/kizunasync.control" "$ORIG_EXT"/kizunasync--*.sql "$ext/"
+}
+trap up_stop EXIT
+
 for from in $releases; do
 	L="$from -> $DEFAULT"
 	echo "# upgrade $L"
+	commit=$(awk -v v="$from" '$1 == v {print $2}' "$T_DIR/releases")
+	if [ -z "$commit" ]; then
+		notok "$L: release $from has its commit in test/t/releases"
+		continue
+	fi
+	if ! why=$(release_cluster "$from" "$commit"); then
+		echo "# ************************************************************************"
+		echo "# SKIPPED: the upgrade from $from is NOT tested: $why"
+		echo "# ************************************************************************"
+		skip "$L: the upgrade from $from with its own library" "$why"
+		orig_env
+		continue
+	fi
+	up_env
+	ok "$L: release $from's library built from $commit, on a cluster of its own (port $UP_PORT)"
+	check "$L: the release build installs the frozen script" \
+		"$(cmp "$T_ROOT/sql/kizunasync--$from.sql" "$("$UP_BIN/pg_config" --sharedir)/extension/kizunasync--$from.sql" 2>&1)" ""
 	appdb $OLD
-	rc=0; q $OLD -c "SET client_min_messages = warning; CREATE EXTENSION kizunasync VERSION '$from'" > "$O/create-$from.log" 2>&1 || rc=$?
-	check "$L: CREATE EXTENSION kizunasync VERSION '$from' (frozen script, current library)" \
+	rc=0; q $OLD -c "SET client_min_messages = warning; CREATE EXTENSION kizunasync" > "$O/create-$from.log" 2>&1 || rc=$?
+	check "$L: CREATE EXTENSION kizunasync on release $from's files" \
 		"$rc $(q $OLD -c "SELECT extversion FROM pg_extension WHERE extname = 'kizunasync'")" "0 $from"
-	check "$L: an update path exists ($(q $OLD -c "SELECT coalesce(path, 'none') FROM pg_extension_update_paths('kizunasync') WHERE source = '$from' AND target = '$DEFAULT'"))" \
-		"$(q $OLD -c "SELECT path IS NOT NULL FROM pg_extension_update_paths('kizunasync') WHERE source = '$from' AND target = '$DEFAULT'")" t
 	# the history through the old version's SQL API (0.1.0 has no
 	# configure(): settings are changed with UPDATE kizunasync.settings)
 	if [ -n "$(configure_decl $OLD)" ]; then sapi=configure; else sapi=update; fi
@@ -89,8 +178,33 @@ for from in $releases; do
 	fi
 	ok "$L: the history builds on $from ($(q $OLD -c "SELECT count(*) FROM kzt.calls") requests)"
 	contents $OLD kizunasync > "$O/before.bookkeeping"
-	dropdb --if-exists --force $REF >/dev/null 2>&1
-	createdb -T $OLD $REF && T_DBS+=("$REF")
+	for twin in $REF $PENDING; do
+		dropdb --if-exists --force $twin >/dev/null 2>&1
+		createdb -T $OLD $twin && T_DBS+=("$twin")
+	done
+	# the reference: devices continue on the release library
+	continue_steps $REF
+	check "$L: on release $from's library, the devices continue (the reference)" \
+		"$(cat "$O/$REF".{pulls1,new1,pulls2,replays}.err | grep -m 3 'ERROR' ; grep -c ' page 1: ' "$O/$REF.pulls1")" "5"
+
+	release_swap
+	check "$L: an update path exists ($(q $OLD -c "SELECT coalesce(path, 'none') FROM pg_extension_update_paths('kizunasync') WHERE source = '$from' AND target = '$DEFAULT'"))" \
+		"$(q $OLD -c "SELECT path IS NOT NULL FROM pg_extension_update_paths('kizunasync') WHERE source = '$from' AND target = '$DEFAULT'")" t
+	# a database not updated yet: the library refuses its 0.1.0 entry points
+	# (their SECURITY DEFINER declarations would run it as the extension
+	# owner) and says what to do; nothing is written
+	contents $PENDING kizunasync > "$O/pending.before"
+	{ echo "\\set ON_ERROR_STOP 0"
+	  echo "SET ROLE authenticated;"
+	  echo "SELECT set_config('request.jwt.claims', '{\"sub\": \"$UA\", \"role\": \"authenticated\"}', false) IS NOT NULL AS claims_set \\gset"
+	  echo "\\set VERBOSITY verbose"
+	  echo "SELECT kizunasync.pull(buckets => '$(buckets_of "$UA")', cursor => '0', schema_version => 1);"
+	  echo "SELECT kizunasync.push(batch => '{\"mutations\": []}', last_mutation_id => NULL, schema_version => 1);"
+	} | psql -X -q -d $PENDING > "$O/pending.out" 2>&1
+	contents $PENDING kizunasync > "$O/pending.after"
+	check "$L: a database not updated yet refuses pull and push (55000) with a hint to update" \
+		"$(grep -c '^ERROR:  55000: the SQL objects of extension "kizunasync" are older than its library' "$O/pending.out") $(grep -c '^HINT:  .*ALTER EXTENSION kizunasync UPDATE' "$O/pending.out")" "2 2"
+	check_same "$L: the refused calls wrote nothing" "$O/pending.before" "$O/pending.after"
 
 	rc=0; q $OLD -c "ALTER EXTENSION kizunasync UPDATE" > "$O/update-$from.log" 2>&1 || rc=$?
 	check "$L: ALTER EXTENSION kizunasync UPDATE succeeds and reaches $DEFAULT" \
@@ -125,12 +239,14 @@ for from in $releases; do
 		"$(q $OLD -c "SELECT kizunasync.configure(max_pull_scan => 4500) ->> 'max_pull_scan'" 2>&1 | head -n 1) $(q $OLD -c "SELECT kizunasync.configure(max_pull_scan => 5000) ->> 'max_pull_scan'" 2>&1 | head -n 1)" \
 		"4500 5000"
 
-	# devices continue: the never-upgraded twin is the reference
-	continue_steps $REF
-	check "$L: a database not yet updated keeps serving pulls and pushes on the current library" \
-		"$(cat "$O/$REF".{pulls1,new1,pulls2,replays}.err | grep -m 3 'ERROR' ; grep -c ' page 1: ' "$O/$REF.pulls1")" "5"
+	# devices continue as they would have on the release library; A4, a
+	# paused bootstrap of a registered client, is expired by the update
+	# (0.1.0's registry does not know when its bootstrap began, and a reap
+	# passed its position) and bootstraps again
+	if [ "$from" = 0.1.0 ]; then T_EXPIRED=A4; fi
 	continue_steps $OLD
-	continue_checks "$L" $REF "the never-upgraded twin" $OLD
+	continue_checks "$L" $REF "release $from's library" $OLD
+	T_EXPIRED=
 
 	# the upgraded database round-trips through a strict dump/restore
 	newdb kz_t_up_restored
@@ -172,6 +288,8 @@ for from in $releases; do
 		'"verdict": "applied" journal title "buy rice milk"'
 done
 
+orig_env
+
 # ---------------------------------------------------------------- self-test
 # The comparison must see what an incomplete upgrade script leaves behind:
 # a changed function attribute, a new column, a changed grant, an object
@@ -191,7 +309,7 @@ ROLLBACK;
 SQL
 diff "$O/self.before" "$O/self.after" > "$O/self.diff"
 check "self-test: the comparison reports a changed function setting, a new column, a changed grant, a lost member and its config-dump registration" \
-	"$(for pat in '^> function kizunasync.cursor_parse(text) |  SET work_mem' '^> kizunasync.clients column #7 note' \
+	"$(for pat in '^> function kizunasync.cursor_parse(text) |  SET work_mem' '^> kizunasync.clients column #[0-9]* note' \
 		'^[<>] function kizunasync.cursor_encode.*authenticated=EXECUTE' '^< member table kizunasync.attachments' \
 		'^> non-member table kizunasync.attachments' "^< config-dump kizunasync.attachments"; do
 		grep -q -- "$pat" "$O/self.diff" || echo "missed: $pat"; done)" ""

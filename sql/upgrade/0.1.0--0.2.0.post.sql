@@ -1,0 +1,21 @@
+
+-- ---------------------------------------------------------------------------
+-- 3. Synced tables: the capture trigger fires in replica mode too
+-- (decisions/0082), as sync_table now creates it.  Takes a SHARE ROW
+-- EXCLUSIVE lock on each synced table for the rest of the update.
+-- ---------------------------------------------------------------------------
+DO $upgrade$
+DECLARE
+	v_rel pg_catalog.regclass;
+BEGIN
+	FOR v_rel IN
+		SELECT s.relid FROM kizunasync.synced_tables s
+		 WHERE EXISTS (SELECT 1 FROM pg_catalog.pg_trigger t
+						WHERE t.tgrelid OPERATOR(pg_catalog.=) s.relid::pg_catalog.oid
+						  AND t.tgname OPERATOR(pg_catalog.=) 'kizunasync_capture')
+		 ORDER BY s.table_name
+	LOOP
+		EXECUTE pg_catalog.format('ALTER TABLE %s ENABLE ALWAYS TRIGGER kizunasync_capture', v_rel);
+	END LOOP;
+END
+$upgrade$;
