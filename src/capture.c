@@ -73,19 +73,33 @@ kz_render_settings_begin(void)
 		{"extra_float_digits", "1"},
 		{"bytea_output", "hex"},
 	};
-	int			level = NewGUCNestLevel();
+	int			level = -1;
 	int			i;
 
+	/*
+	 * Only settings that differ are pinned: the capture trigger runs per
+	 * row, and a GUC nest level per row costs a few percent of a bulk
+	 * write.  -1 means nothing to restore.
+	 */
 	for (i = 0; i < (int) lengthof(pins); i++)
+	{
+		const char *cur = GetConfigOption(pins[i][0], false, false);
+
+		if (cur != NULL && strcmp(cur, pins[i][1]) == 0)
+			continue;
+		if (level < 0)
+			level = NewGUCNestLevel();
 		(void) set_config_option(pins[i][0], pins[i][1], PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_SAVE, true, 0, false);
+	}
 	return level;
 }
 
 void
 kz_render_settings_end(int level)
 {
-	AtEOXact_GUC(false, level);
+	if (level >= 0)
+		AtEOXact_GUC(false, level);
 }
 
 /* to_jsonb(value) for a value of type typid, as the current user. */

@@ -43,8 +43,9 @@ extern void kz_capture_tombstone_change(KzChange *ch, const KzTableConf *conf,
 
 /*
  * Pin the settings values render under (TimeZone UTC, DateStyle ISO,
- * IntervalStyle postgres, extra_float_digits 1, bytea_output hex) in a new
- * GUC nest level; returns the level for kz_render_settings_end.
+ * IntervalStyle postgres, extra_float_digits 1, bytea_output hex): those
+ * that differ are set in a new GUC nest level; returns the level for
+ * kz_render_settings_end (-1 when nothing had to be set).
  */
 extern int	kz_render_settings_begin(void);
 extern void kz_render_settings_end(int level);
