@@ -47,7 +47,6 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "kizunasync.h"
 #include "capture.h"
 #include "capture_queue.h"
 #include "identity.h"

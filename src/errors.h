@@ -10,6 +10,13 @@
 #ifndef KZ_ERRORS_H
 #define KZ_ERRORS_H
 
+/* Custom SQLSTATEs of the protocol (README: Function reference). */
+#define ERRCODE_KZ_PULL_BUCKET_REQUIRED		MAKE_SQLSTATE('K','Z','L','0','1')
+#define ERRCODE_KZ_PULL_COLUMN_POLICY		MAKE_SQLSTATE('K','Z','L','0','2')
+#define ERRCODE_KZ_PUSH_PULL_ONLY			MAKE_SQLSTATE('K','Z','P','0','1')
+#define ERRCODE_KZ_PUSH_BATCH_TOO_LARGE		MAKE_SQLSTATE('K','Z','P','0','2')
+#define ERRCODE_KZ_PUSH_ATOMIC_REQUIRED		MAKE_SQLSTATE('K','Z','P','0','3')
+
 /* At most this many bytes of a client string are quoted in a message. */
 #define KZ_QUOTE_MAX_BYTES	64
 

@@ -36,7 +36,8 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "kizunasync.h"
+#include "bookkeeping.h"
+#include "errors.h"
 #include "identity.h"
 #include "reconcile.h"
 #include "retention.h"

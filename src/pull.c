@@ -37,7 +37,7 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
-#include "kizunasync.h"
+#include "errors.h"
 #include "capture.h"
 #include "cursor.h"
 #include "grants.h"

@@ -17,7 +17,7 @@
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
 
-#include "kizunasync.h"
+#include "errors.h"
 #include "jsonbutil.h"
 #include "pull_gates.h"
 #include "spi.h"

@@ -29,7 +29,7 @@
 #include "utils/resowner.h"
 #include "utils/uuid.h"
 
-#include "kizunasync.h"
+#include "errors.h"
 #include "capture_queue.h"
 #include "identity.h"
 #include "journal.h"

@@ -38,7 +38,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "kizunasync.h"
+#include "bookkeeping.h"
 #include "spi.h"
 #include "tableconf.h"
 
