@@ -1,8 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * errors.h
- *	  Helpers for error reports (PostgreSQL's message style: no program
- *	  prefix in errmsg; where an error happened goes in errcontext).
+ *	  Errors and messages: the protocol's SQLSTATEs, quoting client text,
+ *	  raising a request parser's error, the error context naming the entry
+ *	  point, and catching an error in a subtransaction.  Messages follow
+ *	  PostgreSQL's style guide: lowercase errmsg without a program prefix
+ *	  (where an error happened goes in errcontext), full sentences in
+ *	  errdetail and errhint, client text always through kz_quote.
  *	  Implemented in src/errors.c.
  *
  *-------------------------------------------------------------------------

@@ -1,7 +1,9 @@
 /*-------------------------------------------------------------------------
  *
  * kizunasync.c
- *	  Module entry point: PG_MODULE_MAGIC, _PG_init.
+ *	  Module entry point: PG_MODULE_MAGIC, _PG_init (the GUCs of push and
+ *	  wake-up hints, defined in push_decide.c and wakeup.c).  The top of
+ *	  src/: no file includes kizunasync.h (README, "Layout").
  *
  * jansson (used by the request parsers) allocates through palloc in the
  * current memory context, so a parse never outlives its call and an error
