@@ -10,6 +10,10 @@
  * unwinds without leaks.  Allocation failures come back to jansson as NULL
  * (its documented contract) rather than as a longjmp out of its internals.
  *
+ * A file that includes <jansson.h> must not include utils/builtins.h (its
+ * json_object() clashes with jansson's): jansson is used here and in the
+ * plain-C request parsers only.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

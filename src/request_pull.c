@@ -230,7 +230,7 @@ kz_pull_request_parse(const char *text, size_t len, KzAllocFn alloc_fn,
 	size_t		n;
 	size_t		i;
 	int			rc = 0;
-	char		detail[320];
+	char		detail[sizeof(err->detail)];
 
 	out->nbuckets = 0;
 	out->buckets = NULL;

@@ -272,7 +272,7 @@ kz_push_parse(const char *text, size_t len, KzAllocFn alloc, void *alloc_arg,
 	}
 	if (root == NULL)
 	{
-		char		detail[200];
+		char		detail[sizeof(err->detail)];
 		char		q[KZ_QUOTE_SIZE];
 
 		snprintf(detail, sizeof(detail), "The JSON parser stopped at character %d: %s.",
