@@ -28,7 +28,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
-#include "kizunasync.h"
+#include "errors.h"
 #include "identity.h"
 #include "render.h"
 #include "rowkey.h"

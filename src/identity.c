@@ -21,7 +21,8 @@
 #include "utils/syscache.h"
 #include "utils/uuid.h"
 
-#include "kizunasync.h"
+#include "bookkeeping.h"
+#include "errors.h"
 #include "identity.h"
 
 /* The search_path of privileged sections: pg_temp last, so it shadows nothing. */

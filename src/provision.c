@@ -36,7 +36,8 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "kizunasync.h"
+#include "bookkeeping.h"
+#include "errors.h"
 #include "identity.h"
 #include "reconcile.h"
 #include "retention.h"
@@ -562,7 +563,7 @@ kz_on_sql_drop(PG_FUNCTION_ARGS)
 	SPITupleTable *tt;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
-		elog(ERROR, "kizunasync._on_sql_drop() was not called by the event trigger manager");
+		elog(ERROR, "function \"%s\" was not called by event trigger manager", "kizunasync._on_sql_drop");
 	nsp = get_namespace_oid(KZ_SCHEMA, true);
 	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("synced_tables", nsp)))
 		PG_RETURN_NULL();		/* the extension itself is being dropped */

@@ -37,7 +37,7 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
-#include "kizunasync.h"
+#include "errors.h"
 #include "capture.h"
 #include "cursor.h"
 #include "grants.h"
@@ -124,11 +124,7 @@ pull_parse_buckets(FunctionCallInfo fcinfo, KzPullRequest *req)
 	bj = PG_GETARG_JSONB_P(0);
 	btext = JsonbToCString(NULL, &bj->root, VARSIZE(bj));
 	if (kz_pull_request_parse(btext, strlen(btext), palloc, req, &rerr) != 0)
-		ereport(ERROR,
-				(errcode(MAKE_SQLSTATE(rerr.sqlstate[0], rerr.sqlstate[1], rerr.sqlstate[2],
-									   rerr.sqlstate[3], rerr.sqlstate[4])),
-				 errmsg("%s", rerr.message),
-				 rerr.detail[0] ? errdetail("%s", rerr.detail) : 0));
+		kz_raise_request_error(&rerr);
 }
 
 /*
@@ -481,7 +477,7 @@ pull_finish(PullCall *pc, PullPage *pg, MemoryContext callcxt)
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("registering a client requires a JWT \"sub\" claim"),
 					 errdetail("A table of this pull registers clients, and the caller has no user id.")));
-		kz_registry_touch(PULL_FNAME, pc->sub, pc->client, pc->schema_version,
+		kz_registry_touch(pc->sub, pc->client, pc->schema_version,
 						  pg->cursor_out,
 						  !pc->cur->has_start && pc->cur->high_water == 0 && pc->cur->nholes == 0,
 						  pg->reaped_seq, NULL);

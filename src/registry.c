@@ -16,9 +16,8 @@
 #include "spi.h"
 
 void
-kz_registry_touch(const char *fname, const char *sub, const pg_uuid_t *client,
-				  int32 schema_version, const text *cursor,
-				  bool bootstrap_began, int64 reaped_seq,
+kz_registry_touch(const char *sub, const pg_uuid_t *client, int32 schema_version,
+				  const text *cursor, bool bootstrap_began, int64 reaped_seq,
 				  const char *last_mutation_id)
 {
 	Oid			types[6] = {UUIDOID, TEXTOID, TEXTOID, UUIDOID, INT4OID, INT8OID};
@@ -59,7 +58,7 @@ kz_registry_touch(const char *fname, const char *sub, const pg_uuid_t *client,
 					6, types, args, nulls, false, 0, SPI_OK_INSERT) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("%s: client %s is registered to another user", fname,
+				 errmsg("client %s is registered to another user",
 						DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(client))))));
 
 	/* keep the newest registrations of the user */

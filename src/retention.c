@@ -37,7 +37,6 @@
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 
-#include "kizunasync.h"
 #include "identity.h"
 #include "jsonbutil.h"
 #include "retention.h"

@@ -134,8 +134,8 @@ kz_configure(PG_FUNCTION_ARGS)
 
 	kz_entry(fcinfo, "kizunasync.configure()", true, &caller);
 	if (PG_NARGS() != (int) KZ_NSETTINGS)
-		elog(ERROR, "kizunasync.configure() is declared with %d arguments, expected %d",
-			 PG_NARGS(), (int) KZ_NSETTINGS);
+		elog(ERROR, "function %s is declared with %d arguments, not %d",
+			 "kizunasync.configure()", PG_NARGS(), (int) KZ_NSETTINGS);
 
 	initStringInfo(&set);
 	for (i = 0; i < (int) KZ_NSETTINGS; i++)

@@ -45,6 +45,7 @@
 #include "utils/resowner.h"
 #include "utils/syscache.h"
 
+#include "errors.h"
 #include "identity.h"
 #include "wakeup.h"
 
@@ -188,19 +189,13 @@ send_realtime(const char *table_name, Oid relid)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
+		ErrorData  *edata = kz_subxact_catch(oldcxt, oldowner);
 
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
 		if (wakeup_error_cancels(edata->sqlerrcode))
 			ReThrowError(edata);
 		ereport(WARNING,
 				(errmsg("wake-up hint for synced table \"%s\" was not sent", table_name),
-				 errdetail("realtime.send failed: %s", edata->message)));
+				 errdetail("The call of realtime.send failed: %s.", edata->message)));
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
