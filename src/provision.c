@@ -492,8 +492,16 @@ provision_write_config(const SyncArgs *a, bool update)
  * Returns the number of existing rows recorded (0 when a re-provisioning
  * kept the key and bucket, so nothing needed recording again).
  */
+static Datum provision_sync_table_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_sync_table(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.sync_table()", provision_sync_table_body);
+}
+
+static Datum
+provision_sync_table_body(FunctionCallInfo fcinfo)
 {
 	KzCaller	caller;
 	SyncArgs	a;
@@ -539,8 +547,16 @@ kz_sync_table(PG_FUNCTION_ARGS)
 }
 
 /* kizunasync.unsync_table(tbl regclass) RETURNS void */
+static Datum provision_unsync_table_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_unsync_table(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.unsync_table()", provision_unsync_table_body);
+}
+
+static Datum
+provision_unsync_table_body(FunctionCallInfo fcinfo)
 {
 	KzCaller	caller;
 	Oid			relid;
@@ -567,8 +583,16 @@ kz_unsync_table(PG_FUNCTION_ARGS)
 }
 
 /* kizunasync.repair_table(tbl regclass) RETURNS bigint */
+static Datum provision_repair_table_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_repair_table(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.repair_table()", provision_repair_table_body);
+}
+
+static Datum
+provision_repair_table_body(FunctionCallInfo fcinfo)
 {
 	KzCaller	caller;
 	Oid			relid;

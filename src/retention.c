@@ -165,8 +165,16 @@ retention_first_int8(uint64 n)
  *
  * Returns the highest seq reaped by this call (0 when nothing was due).
  */
+static Datum retention_reap_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_reap_tombstones(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.reap_tombstones()", retention_reap_body);
+}
+
+static Datum
+retention_reap_body(FunctionCallInfo fcinfo)
 {
 	const char *fname = "kizunasync.reap_tombstones()";
 	int32		max_rows;
@@ -240,8 +248,16 @@ kz_reap_tombstones(PG_FUNCTION_ARGS)
  * gone (pull attaches a conflict only beside its winning entry).  Returns
  * the number of rows removed.
  */
+static Datum retention_compact_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_compact_changelog(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.compact_changelog()", retention_compact_body);
+}
+
+static Datum
+retention_compact_body(FunctionCallInfo fcinfo)
 {
 	const char *fname = "kizunasync.compact_changelog()";
 	int32		max_rows;
@@ -381,8 +397,16 @@ retention_prune_orphan_grants(int32 max_rows)
  * bucket grants of users that no longer exist in auth.users (skipped where
  * there is no auth.users table).  Returns the number of clients removed.
  */
+static Datum retention_prune_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_prune_clients(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.prune_clients()", retention_prune_body);
+}
+
+static Datum
+retention_prune_body(FunctionCallInfo fcinfo)
 {
 	const char *fname = "kizunasync.prune_clients()";
 	int32		max_rows;
@@ -421,8 +445,16 @@ kz_prune_clients(PG_FUNCTION_ARGS)
  * the same name; the jobs run as the caller); never requires it.  Returns
  * {"jobs": {name: schedule}, "pg_cron": bool}.
  */
+static Datum retention_schedule_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_schedule_jobs(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.schedule_jobs()", retention_schedule_body);
+}
+
+static Datum
+retention_schedule_body(FunctionCallInfo fcinfo)
 {
 	static const char *const names[3] = {
 		"kizunasync-reap-tombstones", "kizunasync-compact-changelog", "kizunasync-prune-clients"
