@@ -352,8 +352,10 @@ attach_confirm_body(FunctionCallInfo fcinfo)
 					"       updated_at = pg_catalog.now()"
 					" WHERE a.created_by OPERATOR(pg_catalog.=) excluded.created_by"
 					"   AND (a.sha256 IS NULL OR (a.sha256 OPERATOR(pg_catalog.=) excluded.sha256"
-					"        AND a.size IS NOT DISTINCT FROM excluded.size"
-					"        AND a.media_type IS NOT DISTINCT FROM excluded.media_type))",
+					"        AND COALESCE(a.size OPERATOR(pg_catalog.=) excluded.size,"
+					"                     a.size IS NULL AND excluded.size IS NULL)"
+					"        AND COALESCE(a.media_type OPERATOR(pg_catalog.=) excluded.media_type,"
+					"                     a.media_type IS NULL AND excluded.media_type IS NULL)))",
 					7, argtypes, values, nulls, false, 0, SPI_OK_INSERT) != 1)
 		attach_confirm_refused(&a, sub);
 	kz_spi_finish();

@@ -420,7 +420,10 @@ provision_current(Oid relid, const SyncArgs *a, char **name, bool *rekey)
 	else
 		nulls[2] = 'n';
 	found = kz_spi_priv("SELECT table_name,"
-						" key_columns IS DISTINCT FROM $2 OR bucket_column IS DISTINCT FROM $3"
+						" (key_columns OPERATOR(pg_catalog.=) $2) IS NOT TRUE"
+						" OR CASE WHEN bucket_column IS NULL THEN $3 IS NOT NULL"
+						"  WHEN $3 IS NULL THEN true"
+						"  ELSE bucket_column OPERATOR(pg_catalog.<>) $3 END"
 						" FROM kizunasync.synced_tables WHERE relid OPERATOR(pg_catalog.=) $1",
 						3, types, values, nulls, false, 1, SPI_OK_SELECT) > 0;
 	if (found)

@@ -228,7 +228,7 @@ retention_reap_body(FunctionCallInfo fcinfo)
 
 	/* Per-row HLC state of tables that are no longer synced. */
 	retention_exec("DELETE FROM kizunasync.row_hlc h"
-				   " WHERE h.ctid IN (SELECT x.ctid FROM kizunasync.row_hlc x"
+				   " WHERE h.ctid OPERATOR(pg_catalog.=) ANY (SELECT x.ctid FROM kizunasync.row_hlc x"
 				   "   WHERE NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables c"
 				   "                      WHERE c.table_name OPERATOR(pg_catalog.=) x.table_name)"
 				   "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
@@ -267,7 +267,7 @@ retention_compact_body(FunctionCallInfo fcinfo)
 	max_rows = retention_max_rows(fcinfo, fname);
 	kz_spi_connect();
 	n += retention_exec("DELETE FROM kizunasync.changelog l"
-						" WHERE l.seq IN (SELECT x.seq FROM kizunasync.changelog x"
+						" WHERE l.seq OPERATOR(pg_catalog.=) ANY (SELECT x.seq FROM kizunasync.changelog x"
 						"   WHERE NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables c"
 						"                      WHERE c.table_name OPERATOR(pg_catalog.=) x.table_name)"
 						"      OR EXISTS (SELECT 1 FROM kizunasync.tombstones t"
@@ -277,7 +277,7 @@ retention_compact_body(FunctionCallInfo fcinfo)
 						"   LIMIT $1 FOR UPDATE SKIP LOCKED)",
 						max_rows, 0, SPI_OK_DELETE);
 	n += retention_exec("DELETE FROM kizunasync.conflict_journal j"
-						" WHERE j.id IN (SELECT x.id FROM kizunasync.conflict_journal x"
+						" WHERE j.id OPERATOR(pg_catalog.=) ANY (SELECT x.id FROM kizunasync.conflict_journal x"
 						"   WHERE x.winner_seq IS NOT NULL"
 						"     AND NOT EXISTS (SELECT 1 FROM kizunasync.changelog l"
 						"                      WHERE l.seq OPERATOR(pg_catalog.=) x.winner_seq)"
@@ -372,7 +372,7 @@ retention_prune_orphan_grants(int32 max_rows)
 														TYPALIGN_INT));
 			values[1] = Int32GetDatum((int32) ((uint64) max_rows - deleted));
 			deleted += kz_spi_priv("DELETE FROM kizunasync.bucket_grants g"
-								   " WHERE (g.user_id, g.table_name, g.bucket_value) IN ("
+								   " WHERE (g.user_id, g.table_name, g.bucket_value) OPERATOR(pg_catalog.=) ANY ("
 								   "   SELECT x.user_id, x.table_name, x.bucket_value"
 								   "     FROM kizunasync.bucket_grants x"
 								   "    WHERE x.user_id OPERATOR(pg_catalog.=) ANY ($1)"
@@ -418,14 +418,14 @@ retention_prune_body(FunctionCallInfo fcinfo)
 	kz_spi_connect();
 	kz_settings_read(&s);
 	nclients = retention_exec("DELETE FROM kizunasync.clients k"
-							  " WHERE k.client_id IN ("
+							  " WHERE k.client_id OPERATOR(pg_catalog.=) ANY ("
 							  "   SELECT x.client_id FROM kizunasync.clients x"
 							  "   WHERE x.last_seen OPERATOR(pg_catalog.<) (pg_catalog.now()"
 							  "         OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $2))"
 							  "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
 							  max_rows, s.client_ttl_days, SPI_OK_DELETE);
 	retention_exec("DELETE FROM kizunasync.verdicts v"
-				   " WHERE v.mutation_id IN ("
+				   " WHERE v.mutation_id OPERATOR(pg_catalog.=) ANY ("
 				   "   SELECT x.mutation_id FROM kizunasync.verdicts x"
 				   "   WHERE x.recorded_at OPERATOR(pg_catalog.<) (pg_catalog.now()"
 				   "         OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $2))"
