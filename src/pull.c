@@ -598,8 +598,8 @@ pull_call(FunctionCallInfo fcinfo)
 	return page;
 }
 
-Datum
-kz_pull(PG_FUNCTION_ARGS)
+static Datum
+pull_entry(FunctionCallInfo fcinfo)
 {
 	ErrorContextCallback cb;
 	Jsonb	   *page;
@@ -608,4 +608,10 @@ kz_pull(PG_FUNCTION_ARGS)
 	page = pull_call(fcinfo);
 	kz_errcontext_pop(&cb);
 	PG_RETURN_JSONB_P(page);
+}
+
+Datum
+kz_pull(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, PULL_FNAME, pull_entry);
 }

@@ -437,8 +437,8 @@ push_call(FunctionCallInfo fcinfo)
 	return result;
 }
 
-Datum
-kz_push(PG_FUNCTION_ARGS)
+static Datum
+push_entry(FunctionCallInfo fcinfo)
 {
 	ErrorContextCallback cb;
 	Jsonb	   *result;
@@ -447,4 +447,10 @@ kz_push(PG_FUNCTION_ARGS)
 	result = push_call(fcinfo);
 	kz_errcontext_pop(&cb);
 	PG_RETURN_JSONB_P(result);
+}
+
+Datum
+kz_push(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, PUSH_FNAME, push_entry);
 }

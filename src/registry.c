@@ -65,10 +65,11 @@ kz_registry_touch(const char *sub, const pg_uuid_t *client, int32 schema_version
 	kz_spi_priv("DELETE FROM kizunasync.clients"
 				" WHERE user_id OPERATOR(pg_catalog.=) $2"
 				" AND client_id OPERATOR(pg_catalog.<>) $1"
-				" AND client_id NOT IN (SELECT x.client_id FROM kizunasync.clients x"
+				" AND client_id OPERATOR(pg_catalog.<>) ALL (SELECT x.client_id FROM kizunasync.clients x"
 				"   WHERE x.user_id OPERATOR(pg_catalog.=) $2"
 				"   AND x.client_id OPERATOR(pg_catalog.<>) $1"
-				"   ORDER BY x.last_seen DESC, x.client_id LIMIT " CppAsString2(KZ_REGISTRY_PER_USER) " - 1)",
+				"   ORDER BY x.last_seen DESC, x.client_id"
+				"   LIMIT " CppAsString2(KZ_REGISTRY_PER_USER) " OPERATOR(pg_catalog.-) 1)",
 				2, types, args, nulls, false, 0, SPI_OK_DELETE);
 }
 

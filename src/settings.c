@@ -118,8 +118,16 @@ kz_settings_read(KzSettings *s)
  * effective setting.  Granted to the database owner; the table's CHECK
  * constraints refuse out-of-range values (23514).
  */
+static Datum settings_configure_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_configure(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.configure()", settings_configure_body);
+}
+
+static Datum
+settings_configure_body(FunctionCallInfo fcinfo)
 {
 	KzCaller	caller;
 	StringInfoData set;
