@@ -47,6 +47,9 @@ extern void kz_capture_tombstone_change(KzChange *ch, const KzTableConf *conf,
  * that differ are set in a new GUC nest level; returns the level for
  * kz_render_settings_end (-1 when nothing had to be set).
  */
+/* Forget the per-column HLCs of a row that is gone (hlc conflict mode). */
+extern void kz_capture_forget_row_hlc(const KzTableConf *conf, const char *pk);
+
 extern int	kz_render_settings_begin(void);
 extern void kz_render_settings_end(int level);
 

@@ -524,6 +524,47 @@ kz_unsync_table(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
+/* The capture trigger's firing state (pg_trigger.tgenabled), '\0' when missing. */
+static char
+provision_capture_state(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	char		state = '\0';
+	int			i;
+
+	for (i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
+		if (strcmp(rel->trigdesc->triggers[i].tgname, "kizunasync_capture") == 0)
+			state = rel->trigdesc->triggers[i].tgenabled;
+	table_close(rel, AccessShareLock);
+	return state;
+}
+
+/*
+ * Repair starts by making the capture trigger fire for every write again
+ * (ENABLE ALWAYS): ALTER TABLE ... ENABLE TRIGGER ALL after a backfill with
+ * the triggers disabled leaves it firing in ordinary sessions only, which
+ * silently skips what logical replication applies (decisions/0082).
+ */
+static void
+provision_restore_capture(Oid relid)
+{
+	char		state = provision_capture_state(relid);
+
+	if (state == TRIGGER_FIRES_ALWAYS)
+		return;
+	provision_triggers(relid, true);
+	ereport(WARNING,
+			(errmsg("enabled the capture trigger of synced table \"%s\" again", get_rel_name(relid)),
+			 state == TRIGGER_DISABLED
+			 ? errdetail("It was disabled, so writes were not captured; this repair records them.")
+			 : state == TRIGGER_FIRES_ON_ORIGIN
+			 ? errdetail("It fired in ordinary sessions only (ALTER TABLE ... ENABLE TRIGGER), so writes applied by logical replication were not captured; this repair records them.")
+			 : state == TRIGGER_FIRES_ON_REPLICA
+			 ? errdetail("It fired in replica mode only (ALTER TABLE ... ENABLE REPLICA TRIGGER), so ordinary writes were not captured; this repair records them.")
+			 : errdetail("It was missing; this repair records the writes it did not capture."),
+			 errhint("Re-enable it with ALTER TABLE ... ENABLE ALWAYS TRIGGER kizunasync_capture, not ENABLE TRIGGER.")));
+}
+
 /* kizunasync.repair_table(tbl regclass) RETURNS bigint */
 Datum
 kz_repair_table(PG_FUNCTION_ARGS)
@@ -542,6 +583,7 @@ kz_repair_table(PG_FUNCTION_ARGS)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is not synced", get_rel_name(relid))));
+	provision_restore_capture(relid);
 	n = kz_reconcile_repair(conf);
 	kz_spi_finish();
 	PG_RETURN_INT64(n);
