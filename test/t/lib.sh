@@ -109,10 +109,13 @@ qo() { local db=$1; shift; psql -X -q -A -t -v ON_ERROR_STOP=1 -U "$T_OWNER" -d 
 # sqlstate DB USER SQL: run SQL as USER in its own session; prints the
 # SQLSTATE it ended with (00000 on success) and the error message
 sqlstate() {
-	psql -X -q -A -t -U "$2" -d "$1" -v VERBOSITY=verbose 2>&1 >/dev/null <<SQL | sed -n 's/^\(psql:[^ ]* \)\{0,1\}ERROR:  \([0-9A-Z]\{5\}\): \(.*\)/\2 \3/p' | head -n 1 | grep . || echo 00000
+	local out
+	out=$(psql -X -q -A -t -U "$2" -d "$1" -v VERBOSITY=verbose 2>&1 >/dev/null <<SQL | sed -n 's/^\(psql:[^ ]* \)\{0,1\}ERROR:  \([0-9A-Z]\{5\}\): \(.*\)/\2 \3/p' | head -n 1
 \set ON_ERROR_STOP 1
 $3
 SQL
+)
+	echo "${out:-00000}"
 }
 
 # ------------------------------------------------------------------ requests
@@ -158,6 +161,40 @@ SQL
 	echo "\\if :more"
 	echo "\\echo $dev: still has_more after $max pages"
 	echo "\\endif"
+}
+
+# ------------------------------------------------------------------ sessions
+# A background session: a psql reading its input from a FIFO, so a test can
+# hold a transaction open across its steps.  Output (and errors) go to
+# $T_OUT/sess.NAME.out.
+# sess_open NAME DB [ROLE]; sess_send NAME SQL; sess_sync NAME (wait, at
+# most 60 s, until the session ran everything sent); sess_close NAME
+sess_open() {
+	local f=$T_OUT/sess.$1.fifo fd
+	rm -f "$f"; mkfifo "$f"
+	psql -X -q -A -t -U "${3:-$PGUSER}" -d "$2" -v application_name="kz_t_$1" < "$f" > "$T_OUT/sess.$1.out" 2>&1 &
+	eval "T_SESS_PID_$1=$!"
+	exec {fd}>"$f"
+	eval "T_SESS_FD_$1=$fd"
+	sess_send "$1" "SET application_name = 'kz_t_$1';"
+}
+sess_send() { local fd; eval "fd=\$T_SESS_FD_$1"; printf '%s\n' "$2" >&"$fd"; }
+sess_sync() {
+	local tag="sync-$RANDOM-$RANDOM" i
+	sess_send "$1" "\\echo $tag"
+	for i in $(seq 1 600); do
+		grep -q "^$tag\$" "$T_OUT/sess.$1.out" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+sess_close() {
+	local fd pid
+	eval "fd=\$T_SESS_FD_$1 pid=\$T_SESS_PID_$1"
+	sess_send "$1" "\\q"
+	exec {fd}>&-
+	wait "$pid" 2>/dev/null
+	rm -f "$T_OUT/sess.$1.fifo"
 }
 
 # ------------------------------------------------------------------ devices
