@@ -234,9 +234,11 @@ provision_validate(SyncArgs *a)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("key_columns names more than %d columns", INDEX_MAX_KEYS)));
 
-	/* every named column must exist */
-	for (i = 0; i < a->nkeys; i++)
-		named[nnamed++] = a->key_columns[i];
+	/*
+	 * The bucket and soft-delete columns must exist; key columns are judged
+	 * against the primary key below, whose error names the actual key (the
+	 * default key_columns {id} of a table without an "id" column included).
+	 */
 	if (a->bucket_column)
 		named[nnamed++] = a->bucket_column;
 	if (a->soft_delete_column)
@@ -319,6 +321,24 @@ provision_forget(const char *table_name)
 		kz_spi_priv(psprintf("DELETE FROM kizunasync.%s WHERE table_name OPERATOR(pg_catalog.=) $1",
 							 tables[i]),
 					1, types, values, NULL, false, 0, SPI_OK_DELETE);
+}
+
+/*
+ * The per-row HLCs of a table that no longer resolves by hlc: arrival mode
+ * keeps none, and stamps left behind would outlive their rows (a DELETE in
+ * arrival mode does not look for them) and make pushes lose against stale
+ * clocks if the table went back to hlc.  retention.c removes any a
+ * concurrent push wrote meanwhile.
+ */
+static void
+provision_forget_hlc(const char *table_name)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+
+	values[0] = CStringGetTextDatum(table_name);
+	kz_spi_priv("DELETE FROM kizunasync.row_hlc WHERE table_name OPERATOR(pg_catalog.=) $1",
+				1, types, values, NULL, false, 0, SPI_OK_DELETE);
 }
 
 /* Drop our triggers from a table, then (when create) attach them again. */
@@ -485,6 +505,8 @@ kz_sync_table(PG_FUNCTION_ARGS)
 				 errmsg("table \"%s\" is already synced as \"%s\"", get_rel_name(a.relid), old_name),
 				 errhint("Unsync it first to change its table name.")));
 	provision_write_config(&a, exists);
+	if (exists && strcmp(a.conflict_mode, "hlc") != 0)
+		provision_forget_hlc(a.table_name);
 	kz_reap_state_init();
 	provision_triggers(a.relid, true);
 	if (reseed)
