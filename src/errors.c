@@ -8,6 +8,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "lib/stringinfo.h"
 
 #include "errors.h"
@@ -63,4 +64,15 @@ void
 kz_errcontext_pop(ErrorContextCallback *cb)
 {
 	error_context_stack = cb->previous;
+}
+
+void
+kz_require_read_write(const char *what)
+{
+	if (XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot record %s in a read-only transaction", what),
+				 errdetail("A pull records the buckets it delivers rows of, and the clients it serves."),
+				 errhint("Call it with POST: the Data API runs GET requests read-only.")));
 }

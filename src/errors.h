@@ -29,4 +29,10 @@ extern char *kz_quote_for_message(const char *s, size_t len, bool more);
 extern void kz_errcontext_push(ErrorContextCallback *cb, const char *what);
 extern void kz_errcontext_pop(ErrorContextCallback *cb);
 
+/*
+ * Refuse, with 25006 and a hint to use POST, to record bookkeeping ("what")
+ * in a read-only transaction: the Data API runs GET requests read-only.
+ */
+extern void kz_require_read_write(const char *what);
+
 #endif							/* KZ_ERRORS_H */

@@ -12,7 +12,9 @@
 #   b. a waiting pull returns as soon as the holder commits, with the row;
 #   c. statement_timeout and a cancel end a waiting pull (57014) at once;
 #   d. a READ ONLY (GET-style) pull waits and returns at the commit too; a
-#      REPEATABLE READ pull does not wait (its snapshot cannot change).
+#      REPEATABLE READ pull does not wait (its snapshot cannot change); a
+#      GET pull that has to record something (a bucket grant) is refused
+#      clearly (25006, call it with POST).
 # The owner configures, clients pull in the Data API shape.  Timings are
 # wall-clock on a shared machine: the bounds leave room for load.
 T_NAME=long_poll
@@ -187,5 +189,19 @@ read -r a0 a1 ar < <(result client4)
 check_true "d: a REPEATABLE READ pull does not wait ($(secs "${a0:-0}" "${a1:-0}") s, at most 0.3 s; its snapshot cannot see the commit)" \
 	le "$(secs "${a0:-0}" "${a1:-0}")" 0.3
 sess_send holder "COMMIT;"; sess_sync holder; sess_close holder
+# a GET pull that has something to record (user b's first rows: a bucket
+# grant) cannot write in its read-only transaction: a clear 25006
+qo "$DB" -c "INSERT INTO public.feed VALUES (50, '$UB', 'b')" >/dev/null
+out=$(psql -X -q -A -t -d "$DB" -v VERBOSITY=verbose 2>&1 <<SQL
+BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY;
+SET LOCAL ROLE authenticated;
+SELECT set_config('request.jwt.claims', '{"sub": "$UB", "role": "authenticated"}', true) IS NULL AS x \gset
+SELECT kizunasync.pull(buckets => '[{"table": "feed", "params": {"owner_id": "$UB"}}]', cursor => '0', schema_version => 1);
+COMMIT;
+SQL
+)
+check "d: a READ ONLY (GET) pull that must record a bucket grant fails with 25006" \
+	"$(printf '%s\n' "$out" | sed -n 's/.*ERROR:  \([0-9A-Z]\{5\}\): .*/\1/p' | head -n 1)" "25006"
+check_true "d: ... saying to call it with POST" grep -q 'HINT:  Call it with POST' <<< "$out"
 
 finish
