@@ -24,10 +24,10 @@
 T_NAME=contract_gaps
 . "$(dirname "$0")/lib.sh"
 
-T_OWNER=kz_t_cg_owner
+T_OWNER=${KZ_T_OWNER:-kz_t_cg_owner}
 DB=kz_t_cg
-owner_role "$T_OWNER" || { echo "Bail out! cannot create role $T_OWNER"; exit 1; }
-owned_appdb "$DB" "$T_OWNER" || { echo "Bail out! cannot create database $DB"; exit 1; }
+owner_role "$T_OWNER" || bail "cannot create role $T_OWNER"
+owned_appdb "$DB" "$T_OWNER" || bail "cannot create database $DB"
 CLERK=user_2abcDEFghiJKLmnoPQRstuVWXyz0
 FIREBASE=Ab3dEf6hIj9kLm2nOp5qRs8tUv1w
 DEV_C=00000000-0000-4000-8000-c0000000000c
@@ -56,7 +56,7 @@ pullj() {	# pullj SUB BUCKETS CURSOR [CLIENT]
 	request "$1" "kizunasync.pull(buckets => '$2', cursor => '$3', schema_version => 1, client_id => ${4:-NULL})"
 }
 # jq_ JSON EXPR: EXPR over the JSON value j
-jq_() { printf '%s\n' "WITH s AS (SELECT :'j'::jsonb AS j) SELECT $2 FROM s;" | q "$DB" -v j="$1" 2>&1; }
+jq_() { case $1 in ERROR*|'') echo "${1:-no response}"; return ;; esac; printf '%s\n' "WITH s AS (SELECT :'j'::jsonb AS j) SELECT $2 FROM s;" | q "$DB" -v j="$1" 2>&1; }
 verdicts() { jq_ "$1" "(SELECT coalesce(string_agg(coalesce(v ->> 'reason', v ->> 'verdict'), ' '), '-') FROM jsonb_array_elements(j -> 'verdicts') v)"; }
 vkeys() { jq_ "$1" "(SELECT string_agg(DISTINCT k, ',' ORDER BY k) FROM jsonb_array_elements(j -> 'verdicts') v, jsonb_object_keys(v) k)"; }
 page() { jq_ "$1" "format('rows=%s tombstones=%s', (SELECT coalesce(string_agg(r ->> 'pk', ',' ORDER BY r ->> 'pk'), '-') FROM jsonb_array_elements(j -> 'rows') r), (SELECT coalesce(string_agg(t ->> 'pk', ',' ORDER BY t ->> 'pk'), '-') FROM jsonb_array_elements(j -> 'tombstones') t))"; }
@@ -131,16 +131,17 @@ r=$(pullj "${LONG:1}" "$(docs_of "${LONG:1}")" 0)
 check "a: a sub of 255 bytes is served" "$(page "$r")" "rows=- tombstones=-"
 
 # ------------------------------------------------------------------ b. replay after unsync
-r=$(pushm "$CLERK" "{\"mutation_id\": \"$(mid 10)\", \"table\": \"scratch\", \"pk\": \"1\", \"op\": \"insert\", \"columns\": {\"owner_id\": \"$CLERK\", \"v\": \"s\"}}")
+# (user a, a Supabase Auth uuid sub: independent of a)
+r=$(pushm "$UA" "{\"mutation_id\": \"$(mid 10)\", \"table\": \"scratch\", \"pk\": \"1\", \"op\": \"insert\", \"columns\": {\"owner_id\": \"$UA\", \"v\": \"s\"}}")
 check "b: a push to table scratch is applied" "$(verdicts "$r")" "applied"
 qo "$DB" -c "SELECT kizunasync.unsync_table('public.scratch')" >/dev/null 2>&1
 check "b: the owner unsyncs scratch" "$?" "0"
-r=$(pushm "$CLERK" "{\"mutation_id\": \"$(mid 10)\", \"table\": \"scratch\", \"pk\": \"1\", \"op\": \"insert\", \"columns\": {\"owner_id\": \"$CLERK\", \"v\": \"s\"}}")
+r=$(pushm "$UA" "{\"mutation_id\": \"$(mid 10)\", \"table\": \"scratch\", \"pk\": \"1\", \"op\": \"insert\", \"columns\": {\"owner_id\": \"$UA\", \"v\": \"s\"}}")
 check "b: replaying its mutation id returns the recorded verdict (not 22023)" "$(verdicts "$r")" "applied"
-r=$(pushm "$CLERK" "{\"mutation_id\": \"$(mid 10)\", \"table\": \"scratch\", \"pk\": \"1\", \"op\": \"insert\", \"columns\": {\"owner_id\": \"$CLERK\", \"v\": \"s\"}},
-	{\"mutation_id\": \"$(mid 11)\", \"table\": \"docs\", \"pk\": \"d3\", \"op\": \"insert\", \"columns\": {\"owner_id\": \"$CLERK\", \"body\": \"third\"}}")
+r=$(pushm "$UA" "{\"mutation_id\": \"$(mid 10)\", \"table\": \"scratch\", \"pk\": \"1\", \"op\": \"insert\", \"columns\": {\"owner_id\": \"$UA\", \"v\": \"s\"}},
+	{\"mutation_id\": \"$(mid 11)\", \"table\": \"docs\", \"pk\": \"d3\", \"op\": \"insert\", \"columns\": {\"owner_id\": \"$UA\", \"body\": \"third\"}}")
 check "b: ... also in a batch with a new mutation of a synced table" "$(verdicts "$r")" "applied applied"
-r=$(pushm "$CLERK" "{\"mutation_id\": \"$(mid 12)\", \"table\": \"scratch\", \"pk\": \"2\", \"op\": \"insert\", \"columns\": {\"owner_id\": \"$CLERK\", \"v\": \"t\"}}")
+r=$(pushm "$UA" "{\"mutation_id\": \"$(mid 12)\", \"table\": \"scratch\", \"pk\": \"2\", \"op\": \"insert\", \"columns\": {\"owner_id\": \"$UA\", \"v\": \"t\"}}")
 check "b: a new mutation of the unsynced table is still a malformed request (22023)" "$(printf '%s' "$r" | cut -d' ' -f1-2)" "ERROR 22023"
 
 # ------------------------------------------------------------------ c. schedule_jobs
@@ -166,10 +167,11 @@ for f in schedule_jobs reap_tombstones; do
 done
 
 # ------------------------------------------------------------------ d. row_hlc
+# (user a, a Supabase Auth uuid sub: independent of a)
 hlc_push() {	# hlc_push MID PK OP [TITLE] HLC
 	local cols=""
-	[ "$3" = delete ] || cols=", \"columns\": {\"owner_id\": \"$CLERK\", \"title\": \"$4\"}"
-	pushm "$CLERK" "{\"mutation_id\": \"$(mid "$1")\", \"table\": \"tasks\", \"pk\": \"$2\", \"op\": \"$3\"$cols, \"hlc\": \"$5\"}"
+	[ "$3" = delete ] || cols=", \"columns\": {\"owner_id\": \"$UA\", \"title\": \"$4\"}"
+	pushm "$UA" "{\"mutation_id\": \"$(mid "$1")\", \"table\": \"tasks\", \"pk\": \"$2\", \"op\": \"$3\"$cols, \"hlc\": \"$5\"}"
 }
 stamps() { q "$DB" -c "SELECT coalesce(string_agg(pk, ',' ORDER BY pk), '-') FROM kizunasync.row_hlc WHERE table_name = 'tasks'"; }
 qo "$DB" > "$T_OUT/tasks.out" 2>&1 <<'SQL'
@@ -201,7 +203,7 @@ qo "$DB" -c "DELETE FROM public.tasks WHERE id = 4" >/dev/null
 check "d: after the switch a direct DELETE leaves no stamp of its row" "$(stamps | tr ',' '\n' | grep -c '^4$')" "0"
 check "d: after the switch no stamps of the table remain at all (arrival mode keeps none)" "$(stamps)" "-"
 # a push in flight while the mode switched can still leave a stamp: the reap removes it
-q "$DB" -c "INSERT INTO kizunasync.row_hlc (table_name, pk, column_hlc) VALUES ('tasks', '6', '{\"title\": \"2024-01-01T11:00:00.000Z|0|dev\"}')" >/dev/null
+q "$DB" -c "INSERT INTO kizunasync.row_hlc (table_name, pk, column_hlc) VALUES ('tasks', '6', '{\"title\": \"2024-01-01T11:00:00.000Z|0|dev\"}') ON CONFLICT DO NOTHING" >/dev/null
 qo "$DB" -c "SELECT kizunasync.reap_tombstones()" >/dev/null
 check "d: reap_tombstones() removes a stamp of a table in arrival mode" "$(stamps)" "-"
 qo "$DB" -c "UPDATE public.tasks SET title = 'arrival edit' WHERE id = 5" >/dev/null
@@ -230,21 +232,23 @@ check_true "e: ... that names the actual primary key (b, a): $(grep -E 'ERROR|HI
 	grep -qE 'HINT: .*\{b,a\}|HINT: .*\(b, a\)|HINT: .*"b", "a"' "$T_OUT/e2.out"
 
 # ------------------------------------------------------------------ f. log_rejections
+# (user a, a Supabase Auth uuid sub: independent of a)
 reject_sql() {	# the two rejected pushes, with LOG messages sent to the client
 	cat <<SQL
 \\set VERBOSITY default
 BEGIN;
 SET LOCAL ROLE authenticated;
 SET LOCAL client_min_messages = log;
-SELECT set_config('request.jwt.claims', '{"sub": "$CLERK", "role": "authenticated"}', true) IS NULL AS x \\gset
+SELECT set_config('request.jwt.claims', '{"sub": "$UA", "role": "authenticated"}', true) IS NULL AS x \\gset
 SELECT kizunasync.push(batch => '{"mutations": [
-	{"mutation_id": "$(mid "$1")", "table": "docs", "pk": "d1", "op": "update", "columns": {"secret": "s3cr3t"}},
-	{"mutation_id": "$(mid "$2")", "table": "docs", "pk": "d1", "op": "update", "columns": {"body": "$(printf 'y%.0s' $(seq 1 50))"}}]}'::jsonb,
+	{"mutation_id": "$(mid "$1")", "table": "docs", "pk": "u1", "op": "update", "columns": {"secret": "s3cr3t"}},
+	{"mutation_id": "$(mid "$2")", "table": "docs", "pk": "u1", "op": "update", "columns": {"body": "$(printf 'y%.0s' $(seq 1 50))"}}]}'::jsonb,
 	last_mutation_id => NULL, schema_version => 1) AS r \\gset
 COMMIT;
 \\echo RESULT :r
 SQL
 }
+qo "$DB" -c "INSERT INTO public.docs VALUES ('u1', '$UA', 'mine')" >/dev/null
 reject_sql 40 41 | q "$DB" > "$T_OUT/f.off.out" 2>&1
 check "f: by default a rejected push logs nothing" "$(grep -c '^LOG:' "$T_OUT/f.off.out")" "0"
 check "f: the verdicts: COLUMN_DENIED, CONSTRAINT" "$(verdicts "$(sed -n 's/^RESULT //p' "$T_OUT/f.off.out")")" "COLUMN_DENIED CONSTRAINT"

@@ -21,9 +21,9 @@
 T_NAME=incarnations
 . "$(dirname "$0")/lib.sh"
 
-T_OWNER=kz_t_inc_owner
+T_OWNER=${KZ_T_OWNER:-kz_t_inc_owner}
 A=kz_t_inc_a B=kz_t_inc_b C=kz_t_inc_c R=kz_t_inc_r
-owner_role "$T_OWNER" || { echo "Bail out! cannot create role $T_OWNER"; exit 1; }
+owner_role "$T_OWNER" || bail "cannot create role $T_OWNER"
 BA="[{\"table\": \"notes\", \"params\": {\"owner_id\": \"$UA\"}}]"
 mid() { printf '00000000-0000-4000-8000-f%011d' "$1"; }
 
@@ -70,10 +70,10 @@ SQL
 last_seq() { q "$1" -c "SELECT last_value FROM kizunasync.change_seq"; }
 
 # ------------------------------------------------------------------ B, then A
-owned_appdb "$B" "$T_OWNER" && provision "$B" >/dev/null || { echo "Bail out! cannot set up $B"; exit 1; }
+owned_appdb "$B" "$T_OWNER" && provision "$B" >/dev/null || bail "cannot set up $B"
 push "$B" 90 insert 3 "b three" >/dev/null
 CB=$(cursor_of "$B" 0)
-owned_appdb "$A" "$T_OWNER" && provision "$A" >/dev/null || { echo "Bail out! cannot set up $A"; exit 1; }
+owned_appdb "$A" "$T_OWNER" && provision "$A" >/dev/null || bail "cannot set up $A"
 check "setup: B's cursor is a plain high-water" "$(printf '%s' "$CB" | grep -c '^[0-9][0-9]*$')" "1"
 
 # ------------------------------------------------------------------ a. old cursors

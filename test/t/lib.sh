@@ -67,6 +67,17 @@ finish() {
 	fi
 	[ "$T_FAIL" -eq 0 ]
 }
+# bail REASON: stop the test (TAP "Bail out!"), cleaning up as finish does
+bail() {
+	echo "Bail out! $1"
+	if [ "${KZ_T_KEEP:-0}" != 1 ]; then
+		local c
+		for c in "${T_AT_FINISH[@]}"; do eval "$c" >/dev/null 2>&1; done
+		drop_dbs
+		drop_roles
+	fi
+	exit 1
+}
 # at_finish COMMAND: run by finish before the databases are dropped (e.g.
 # dropping a subscription, whose slot keeps its database from being dropped)
 at_finish() { T_AT_FINISH+=("$1"); }
@@ -87,10 +98,15 @@ drop_dbs() { local d; for d in "${T_DBS[@]}"; do dropdb --if-exists --force "$d"
 # Operational steps run as a non-superuser database owner, as on Supabase
 # (whose "postgres" owns the database but is no superuser); the superuser
 # only installs the extension, as Supabase's platform does.
-# owner_role ROLE: a LOGIN NOSUPERUSER role, dropped by finish
+# owner_role ROLE: a LOGIN NOSUPERUSER role kz_t_*, dropped by finish (one
+# left over by an interrupted run is reused).  Another role that exists is
+# used as it is and kept: KZ_T_OWNER=postgres runs the owner's steps as the
+# superuser, to see past a missing privilege.
 owner_role() {
-	q postgres -c "DO \$\$ BEGIN IF NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = '$1') THEN CREATE ROLE $1 LOGIN NOSUPERUSER; END IF; END \$\$" &&
-		T_ROLES+=("$1")
+	if [ "$(q postgres -c "SELECT count(*) FROM pg_roles WHERE rolname = '$1'")" = 0 ]; then
+		q postgres -c "CREATE ROLE $1 LOGIN NOSUPERUSER" >/dev/null || return 1
+	fi
+	case $1 in kz_t_*) T_ROLES+=("$1") ;; esac
 }
 drop_roles() { local r; for r in "${T_ROLES[@]}"; do q postgres -c "DROP ROLE IF EXISTS $r" >/dev/null 2>&1; done; }
 # owned_appdb DB OWNER: a database owned by OWNER (an owner_role), with the

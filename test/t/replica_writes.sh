@@ -26,12 +26,12 @@
 T_NAME=replica_writes
 . "$(dirname "$0")/lib.sh"
 
-T_OWNER=kz_t_rw_owner
+T_OWNER=${KZ_T_OWNER:-kz_t_rw_owner}
 DB=kz_t_rw
 PUB=kz_t_rw_pub
 SLOT=kz_t_rw_slot
-owner_role "$T_OWNER" || { echo "Bail out! cannot create role $T_OWNER"; exit 1; }
-owned_appdb "$DB" "$T_OWNER" || { echo "Bail out! cannot create database $DB"; exit 1; }
+owner_role "$T_OWNER" || bail "cannot create role $T_OWNER"
+owned_appdb "$DB" "$T_OWNER" || bail "cannot create database $DB"
 q postgres -c "GRANT SET ON PARAMETER session_replication_role TO $T_OWNER" >/dev/null
 at_finish "q postgres -c 'REVOKE SET ON PARAMETER session_replication_role FROM $T_OWNER'"
 
