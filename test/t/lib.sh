@@ -56,28 +56,23 @@ check_same() {
 }
 skip() { T_N=$((T_N + 1)); T_PASS=$((T_PASS + 1)); echo "ok $T_N - $1 # SKIP $2"; }
 note() { printf '%s\n' "$@" | sed 's/^/# /'; }
+# cleanup: the at_finish commands, then drop the databases and roles
+# (unless KZ_T_KEEP=1)
+cleanup() {
+	[ "${KZ_T_KEEP:-0}" = 1 ] && return 0
+	local c
+	for c in "${T_AT_FINISH[@]}"; do eval "$c" >/dev/null 2>&1; done
+	drop_dbs
+	drop_roles
+}
 finish() {
 	echo "1..$T_N"
 	echo "# $T_NAME: $T_PASS passed, $T_FAIL failed"
-	if [ "${KZ_T_KEEP:-0}" != 1 ]; then
-		local c
-		for c in "${T_AT_FINISH[@]}"; do eval "$c" >/dev/null 2>&1; done
-		drop_dbs
-		drop_roles
-	fi
+	cleanup
 	[ "$T_FAIL" -eq 0 ]
 }
 # bail REASON: stop the test (TAP "Bail out!"), cleaning up as finish does
-bail() {
-	echo "Bail out! $1"
-	if [ "${KZ_T_KEEP:-0}" != 1 ]; then
-		local c
-		for c in "${T_AT_FINISH[@]}"; do eval "$c" >/dev/null 2>&1; done
-		drop_dbs
-		drop_roles
-	fi
-	exit 1
-}
+bail() { echo "Bail out! $1"; cleanup; exit 1; }
 # at_finish COMMAND: run by finish before the databases are dropped (e.g.
 # dropping a subscription, whose slot keeps its database from being dropped)
 at_finish() { T_AT_FINISH+=("$1"); }
