@@ -41,15 +41,15 @@ extern void kz_capture_entry_change(KzChange *ch, const KzTableConf *conf,
 extern void kz_capture_tombstone_change(KzChange *ch, const KzTableConf *conf,
 										const KzImage *img);
 
+/* Forget the per-column HLCs of a row that is gone (hlc conflict mode). */
+extern void kz_capture_forget_row_hlc(const KzTableConf *conf, const char *pk);
+
 /*
  * Pin the settings values render under (TimeZone UTC, DateStyle ISO,
  * IntervalStyle postgres, extra_float_digits 1, bytea_output hex): those
  * that differ are set in a new GUC nest level; returns the level for
  * kz_render_settings_end (-1 when nothing had to be set).
  */
-/* Forget the per-column HLCs of a row that is gone (hlc conflict mode). */
-extern void kz_capture_forget_row_hlc(const KzTableConf *conf, const char *pk);
-
 extern int	kz_render_settings_begin(void);
 extern void kz_render_settings_end(int level);
 

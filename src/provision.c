@@ -546,7 +546,7 @@ kz_unsync_table(PG_FUNCTION_ARGS)
 	PG_RETURN_VOID();
 }
 
-/* The capture trigger's firing state (pg_trigger.tgenabled), '\0' when missing. */
+/* The capture trigger's state (pg_trigger.tgenabled); '\0' when missing. */
 static char
 provision_capture_state(Oid relid)
 {
