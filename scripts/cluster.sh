@@ -4,6 +4,10 @@
 #
 #   scripts/cluster.sh start|stop|restart|status|env
 #
+# The configuration is written when the data directory is created (settings
+# added later are appended to an existing one, and take effect at its next
+# start: `scripts/cluster.sh restart`).
+#
 # Environment: KZ_PORT (default 55432), KZ_RUNDIR (default /tmp/kizunasync-$KZ_PORT),
 # PG_BINDIR (default: bindir of $PG_CONFIG, or /usr/lib/postgresql/15/bin).
 set -euo pipefail
@@ -41,6 +45,15 @@ shared_preload_libraries = 'pg_cron'
 cron.database_name = 'kz_cron'
 CONF
 		fi
+	fi
+	# logical replication between two databases of this cluster
+	# (test/t/replica_writes.sh); added to clusters made before it, too
+	if ! grep -q '^wal_level = logical' "$DATA/postgresql.conf"; then
+		cat >> "$DATA/postgresql.conf" <<CONF
+wal_level = logical
+max_replication_slots = 10
+max_wal_senders = 10
+CONF
 	fi
 	if as_pg "$PG_BINDIR/pg_ctl" -D "$DATA" status >/dev/null 2>&1; then
 		echo "cluster: already running on $SOCK port $KZ_PORT"

@@ -270,8 +270,8 @@ capture_row_changed(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
 
 /* ---------------------------------------------------------------- trigger */
 
-static void
-capture_forget_row_hlc(const KzTableConf *conf, const char *pk)
+void
+kz_capture_forget_row_hlc(const KzTableConf *conf, const char *pk)
 {
 	Oid			argtypes[2] = {TEXTOID, TEXTOID};
 	Datum		values[2];
@@ -373,7 +373,7 @@ kz_capture(PG_FUNCTION_ARGS)
 	if (n == 0)
 		return PointerGetDatum(result);
 	if (forget_hlc)
-		capture_forget_row_hlc(conf, oldimg.pk);
+		kz_capture_forget_row_hlc(conf, oldimg.pk);
 	kz_capture_emit(changes, n);
 	if (conf->wakeup)
 		kz_wakeup_note(conf->table_name, conf->relid);

@@ -41,6 +41,9 @@ extern void kz_capture_entry_change(KzChange *ch, const KzTableConf *conf,
 extern void kz_capture_tombstone_change(KzChange *ch, const KzTableConf *conf,
 										const KzImage *img);
 
+/* Forget the per-column HLCs of a row that is gone (hlc conflict mode). */
+extern void kz_capture_forget_row_hlc(const KzTableConf *conf, const char *pk);
+
 /*
  * Pin the settings values render under (TimeZone UTC, DateStyle ISO,
  * IntervalStyle postgres, extra_float_digits 1, bytea_output hex): those

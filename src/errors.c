@@ -63,3 +63,14 @@ kz_subxact_catch(MemoryContext cxt, ResourceOwner owner)
 	CurrentResourceOwner = owner;
 	return edata;
 }
+
+void
+kz_require_read_write(const char *what)
+{
+	if (XactReadOnly)
+		ereport(ERROR,
+				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
+				 errmsg("cannot record %s in a read-only transaction", what),
+				 errdetail("A pull records the buckets it delivers rows of, and the clients it serves."),
+				 errhint("Call it with POST: the Data API runs GET requests read-only.")));
+}

@@ -50,4 +50,10 @@ extern void kz_errcontext_pop(ErrorContextCallback *cb);
  */
 extern ErrorData *kz_subxact_catch(MemoryContext cxt, ResourceOwner owner);
 
+/*
+ * Refuse, with 25006 and a hint to use POST, to record bookkeeping ("what")
+ * in a read-only transaction: the Data API runs GET requests read-only.
+ */
+extern void kz_require_read_write(const char *what);
+
 #endif							/* KZ_ERRORS_H */

@@ -10,6 +10,7 @@
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 
+#include "errors.h"
 #include "grants.h"
 #include "spi.h"
 
@@ -56,6 +57,7 @@ kz_grants_record(const char *sub, const char **tables, const char **values, int 
 
 	if (n <= 0)
 		return;
+	kz_require_read_write("bucket grants");
 	pairs = palloc(sizeof(GrantPair) * n);
 	for (i = 0; i < n; i++)
 	{

@@ -240,9 +240,11 @@ provision_validate(SyncArgs *a)
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("key_columns names more than %d columns", INDEX_MAX_KEYS)));
 
-	/* every named column must exist */
-	for (i = 0; i < a->nkeys; i++)
-		named[nnamed++] = a->key_columns[i];
+	/*
+	 * The bucket and soft-delete columns must exist; key columns are judged
+	 * against the primary key below, whose error names the actual key (the
+	 * default key_columns {id} of a table without an "id" column included).
+	 */
 	if (a->bucket_column)
 		named[nnamed++] = a->bucket_column;
 	if (a->soft_delete_column)
@@ -326,6 +328,25 @@ provision_forget(const char *table_name)
 							 tables[i]),
 					1, types, values, NULL, false, 0, SPI_OK_DELETE);
 }
+
+/*
+ * The per-row HLCs of a table that no longer resolves by hlc: arrival mode
+ * keeps none, and stamps left behind would outlive their rows (a DELETE in
+ * arrival mode does not look for them) and make pushes lose against stale
+ * clocks if the table went back to hlc.  retention.c removes any a
+ * concurrent push wrote meanwhile.
+ */
+static void
+provision_forget_hlc(const char *table_name)
+{
+	Oid			types[1] = {TEXTOID};
+	Datum		values[1];
+
+	values[0] = CStringGetTextDatum(table_name);
+	kz_spi_priv("DELETE FROM kizunasync.row_hlc WHERE table_name OPERATOR(pg_catalog.=) $1",
+				1, types, values, NULL, false, 0, SPI_OK_DELETE);
+}
+
 
 /* Drop trigger name of relid, when it has one. */
 static void
@@ -539,6 +560,8 @@ provision_sync_table_body(FunctionCallInfo fcinfo)
 				 errmsg("table \"%s\" is already synced as \"%s\"", get_rel_name(a.relid), old_name),
 				 errhint("Unsync it first to change its table name.")));
 	provision_write_config(&a, exists);
+	if (exists && strcmp(a.conflict_mode, "hlc") != 0)
+		provision_forget_hlc(a.table_name);
 	kz_reap_state_init();
 	provision_triggers(a.relid, true);
 	if (reseed)
@@ -586,6 +609,47 @@ provision_unsync_table_body(FunctionCallInfo fcinfo)
 	PG_RETURN_VOID();
 }
 
+/* The capture trigger's state (pg_trigger.tgenabled); '\0' when missing. */
+static char
+provision_capture_state(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessShareLock);
+	char		state = '\0';
+	int			i;
+
+	for (i = 0; rel->trigdesc != NULL && i < rel->trigdesc->numtriggers; i++)
+		if (strcmp(rel->trigdesc->triggers[i].tgname, "kizunasync_capture") == 0)
+			state = rel->trigdesc->triggers[i].tgenabled;
+	table_close(rel, AccessShareLock);
+	return state;
+}
+
+/*
+ * Repair starts by making the capture trigger fire for every write again
+ * (ENABLE ALWAYS): ALTER TABLE ... ENABLE TRIGGER ALL after a backfill with
+ * the triggers disabled leaves it firing in ordinary sessions only, which
+ * silently skips what logical replication applies (decisions/0082).
+ */
+static void
+provision_restore_capture(Oid relid)
+{
+	char		state = provision_capture_state(relid);
+
+	if (state == TRIGGER_FIRES_ALWAYS)
+		return;
+	provision_triggers(relid, true);
+	ereport(WARNING,
+			(errmsg("enabled the capture trigger of synced table \"%s\" again", get_rel_name(relid)),
+			 state == TRIGGER_DISABLED
+			 ? errdetail("It was disabled, so writes were not captured; this repair records them.")
+			 : state == TRIGGER_FIRES_ON_ORIGIN
+			 ? errdetail("It fired in ordinary sessions only (ALTER TABLE ... ENABLE TRIGGER), so writes applied by logical replication were not captured; this repair records them.")
+			 : state == TRIGGER_FIRES_ON_REPLICA
+			 ? errdetail("It fired in replica mode only (ALTER TABLE ... ENABLE REPLICA TRIGGER), so ordinary writes were not captured; this repair records them.")
+			 : errdetail("It was missing; this repair records the writes it did not capture."),
+			 errhint("Re-enable it with ALTER TABLE ... ENABLE ALWAYS TRIGGER kizunasync_capture, not ENABLE TRIGGER.")));
+}
+
 /* kizunasync.repair_table(tbl regclass) RETURNS bigint */
 static Datum provision_repair_table_body(FunctionCallInfo fcinfo);
 
@@ -612,6 +676,7 @@ provision_repair_table_body(FunctionCallInfo fcinfo)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is not synced", get_rel_name(relid))));
+	provision_restore_capture(relid);
 	n = kz_reconcile_repair(conf);
 	kz_spi_finish();
 	PG_RETURN_INT64(n);

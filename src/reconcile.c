@@ -18,7 +18,10 @@
  *	  tombstone.  A row is locked FOR SHARE before it is recorded, and is
  *	  skipped when a concurrent writer changed it (that writer's own capture
  *	  records it), so repair never supersedes a newer capture with an older
- *	  image.
+ *	  image.  Likewise an entry is locked before its row is found gone and
+ *	  tombstoned, and skipped when a writer changed it meanwhile (a writer
+ *	  that brings the row back replaces the entry first), so repair never
+ *	  tombstones a row a concurrent writer re-inserted.
  *
  *-------------------------------------------------------------------------
  */
@@ -41,6 +44,7 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
+#include "bookkeeping.h"
 #include "capture.h"
 #include "identity.h"
 #include "reconcile.h"
@@ -207,18 +211,18 @@ repair_same_bucket(const char *a, const char *b)
 }
 
 /*
- * Lock the row version at tid FOR SHARE; false when a concurrent writer
- * updated or deleted it (its own capture records it).
+ * Lock the tuple version at tid in mode; false when a concurrent writer
+ * updated or deleted it (and committed: a running one is waited for).
  */
 static bool
-repair_lock_row(Relation rel, ItemPointer tid, Snapshot snap)
+repair_lock_tid(Relation rel, ItemPointer tid, Snapshot snap, LockTupleMode mode)
 {
 	TupleTableSlot *slot = table_slot_create(rel, NULL);
 	TM_FailureData tmfd;
 	TM_Result	res;
 
 	res = table_tuple_lock(rel, tid, snap, slot, GetCurrentCommandId(false),
-						   LockTupleShare, LockWaitBlock, 0, &tmfd);
+						   mode, LockWaitBlock, 0, &tmfd);
 	ExecDropSingleTupleTableSlot(slot);
 	switch (res)
 	{
@@ -229,7 +233,8 @@ repair_lock_row(Relation rel, ItemPointer tid, Snapshot snap)
 		case TM_Deleted:
 			return false;
 		default:
-			elog(ERROR, "unexpected tuple lock status %u", res);
+			elog(ERROR, "unexpected tuple lock status %u on \"%s\"", res,
+				 RelationGetRelationName(rel));
 	}
 	return false;				/* keep compiler quiet */
 }
@@ -260,7 +265,7 @@ repair_rows(const KzTableConf *conf, Oid owner, MemoryContext row_cxt)
 		if (!e.found || !e.have_xmin || e.row_xmin != xmin ||
 			!repair_same_bucket(e.bucket, img.bucket))
 		{
-			if (repair_lock_row(rel, &slot->tts_tid, snap))
+			if (repair_lock_tid(rel, &slot->tts_tid, snap, LockTupleShare))
 			{
 				/* under the lock: what the bookkeeping holds now */
 				repair_entry(conf, img.pk, &e);
@@ -289,6 +294,24 @@ repair_rows(const KzTableConf *conf, Oid owner, MemoryContext row_cxt)
 	return total;
 }
 
+/*
+ * Is the entry version at tid still the live one once locked, with its row
+ * still gone?  A writer that re-inserts the row replaces the entry in its
+ * capture: the lock waits for that writer and then fails (the writer's
+ * entry records the row).  Once the lock is held, such a writer waits for
+ * this repair, so its entry gets a seq after the tombstone recorded here.
+ */
+static bool
+repair_entry_orphaned(const KzTableConf *conf, Relation changelog, ItemPointer tid,
+					  Datum *keyvals)
+{
+	Snapshot	snap = RegisterSnapshot(GetLatestSnapshot());
+	bool		locked = repair_lock_tid(changelog, tid, snap, LockTupleExclusive);
+
+	UnregisterSnapshot(snap);
+	return locked && !kz_row_exists(conf, keyvals);
+}
+
 /* Phase 2: entries whose row is gone, a chunk of keys at a time. */
 static int64
 repair_vanished(const KzTableConf *conf, Oid owner, MemoryContext row_cxt)
@@ -296,6 +319,7 @@ repair_vanished(const KzTableConf *conf, Oid owner, MemoryContext row_cxt)
 	char	   *after = pstrdup("");
 	int64		total = 0;
 	Datum	   *keyvals = palloc(sizeof(Datum) * conf->nkeys);
+	Relation	changelog = table_open(kz_bk_relid("changelog"), RowShareLock);
 
 	for (;;)
 	{
@@ -308,7 +332,7 @@ repair_vanished(const KzTableConf *conf, Oid owner, MemoryContext row_cxt)
 		values[0] = CStringGetTextDatum(conf->table_name);
 		values[1] = CStringGetTextDatum(after);
 		/* keys are never empty, so "" starts before the first one */
-		n = kz_spi_priv("SELECT pk, bucket_value FROM kizunasync.changelog"
+		n = kz_spi_priv("SELECT pk, bucket_value, ctid FROM kizunasync.changelog"
 						" WHERE table_name OPERATOR(pg_catalog.=) $1 AND pk OPERATOR(pg_catalog.>) $2"
 						" ORDER BY pk LIMIT " CppAsString2(KZ_RECONCILE_CHUNK),
 						2, types, values, NULL, false, 0, SPI_OK_SELECT);
@@ -320,8 +344,13 @@ repair_vanished(const KzTableConf *conf, Oid owner, MemoryContext row_cxt)
 			MemoryContext old = MemoryContextSwitchTo(row_cxt);
 			char	   *pk = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
 			char	   *label = SPI_getvalue(tt->vals[i], tt->tupdesc, 2);
+			bool		isnull;
+			ItemPointer tid = (ItemPointer) DatumGetPointer(SPI_getbinval(tt->vals[i],
+																		  tt->tupdesc, 3,
+																		  &isnull));
 
-			if (kz_rowkey_parse(conf, pk, keyvals) && !kz_row_exists(conf, keyvals))
+			if (kz_rowkey_parse(conf, pk, keyvals) && !kz_row_exists(conf, keyvals) &&
+				repair_entry_orphaned(conf, changelog, tid, keyvals))
 			{
 				KzImage		img;
 				KzChange	ch;
@@ -329,6 +358,8 @@ repair_vanished(const KzTableConf *conf, Oid owner, MemoryContext row_cxt)
 				repair_entry_image(conf, owner, pk, label, &img);
 				kz_capture_tombstone_change(&ch, conf, &img);
 				kz_stamp_record(&ch, 1);
+				if (conf->hlc)
+					kz_capture_forget_row_hlc(conf, pk);
 				total++;
 			}
 			MemoryContextSwitchTo(old);
@@ -344,6 +375,7 @@ repair_vanished(const KzTableConf *conf, Oid owner, MemoryContext row_cxt)
 		if (n < KZ_RECONCILE_CHUNK)
 			break;
 	}
+	table_close(changelog, NoLock);
 	return total;
 }
 

@@ -12,6 +12,7 @@
 #include "utils/builtins.h"
 #include "utils/uuid.h"
 
+#include "errors.h"
 #include "registry.h"
 #include "spi.h"
 
@@ -24,6 +25,7 @@ kz_registry_touch(const char *sub, const pg_uuid_t *client, int32 schema_version
 	Datum		args[6];
 	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 
+	kz_require_read_write("the client registry");
 	args[0] = UUIDPGetDatum(client);
 	args[1] = CStringGetTextDatum(sub);
 	if (cursor)

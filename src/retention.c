@@ -225,11 +225,16 @@ retention_reap_body(FunctionCallInfo fcinfo)
 					1, argtypes, values, NULL, false, 0, SPI_OK_INSERT);
 	}
 
-	/* Per-row HLC state of tables that are no longer synced. */
+	/*
+	 * Per-row HLC state of tables that are no longer synced, or no longer
+	 * resolve by hlc (sync_table removes those stamps when it switches a
+	 * table to arrival; a push in flight meanwhile may still add one).
+	 */
 	retention_exec("DELETE FROM kizunasync.row_hlc h"
 				   " WHERE h.ctid OPERATOR(pg_catalog.=) ANY (SELECT x.ctid FROM kizunasync.row_hlc x"
 				   "   WHERE NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables c"
-				   "                      WHERE c.table_name OPERATOR(pg_catalog.=) x.table_name)"
+				   "                      WHERE c.table_name OPERATOR(pg_catalog.=) x.table_name"
+				   "                        AND c.conflict_mode OPERATOR(pg_catalog.=) 'hlc')"
 				   "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
 				   max_rows, 0, SPI_OK_DELETE);
 

@@ -1,15 +1,19 @@
 # shellcheck shell=bash
 # Lane "ops": operations tests in test/t/ (issue 12): the dump/restore round
-# trip (test/t/dump_restore.sh) and upgrades from every released version
-# (test/t/upgrade.sh).  Each script prints TAP; this lane counts its "ok" and
-# "not ok" lines and appends "ops <passed> <failed> 0" to $KZ_RESULTS.
-# Sourced by scripts/test.sh (see test/lanes/README.md).  About 20-30 s.
+# trip (dump_restore.sh), upgrades from every released version (upgrade.sh),
+# writes that bypass ordinary triggers and repair_table (replica_writes.sh),
+# re-created extensions and cursors from elsewhere (incarnations.sh), the
+# long poll (long_poll.sh), third-party auth and small contract gaps
+# (contract_gaps.sh).  Each script prints TAP; this lane counts its "ok",
+# "not ok" and "# SKIP" lines and appends "ops <passed> <failed> <skipped>"
+# to $KZ_RESULTS.  Sourced by scripts/test.sh (see test/lanes/README.md).
+# About 2 minutes on the 2-core machine.
 KZ_EXTRA_LANES="$KZ_EXTRA_LANES ops"
 
 lane_ops() {
-	echo "== lane: ops (test/t: dump/restore round trip, upgrades)"
+	echo "== lane: ops (test/t: dump/restore, upgrades, replica writes, incarnations, long poll, contract gaps)"
 	local t log rc p f k pass=0 fail=0 skipped=0
-	for t in dump_restore upgrade; do
+	for t in dump_restore upgrade replica_writes incarnations long_poll contract_gaps; do
 		log=$KZ_OUT/t-$t.log; rc=0
 		bash "$ROOT/test/t/$t.sh" > "$log" 2>&1 || rc=$?
 		k=$(grep -c '^ok [0-9].* # SKIP' "$log" || true)

@@ -14,6 +14,8 @@ T_OUT=${KZ_OUT:-$T_ROOT/test/out}/t/$T_NAME
 rm -rf "$T_OUT"; mkdir -p "$T_OUT"
 T_N=0 T_PASS=0 T_FAIL=0
 T_DBS=()
+T_ROLES=()
+T_AT_FINISH=()
 
 # users and devices of the history (test/t/history.sh)
 UA=00000000-0000-4000-8000-a10000000001
@@ -54,12 +56,26 @@ check_same() {
 }
 skip() { T_N=$((T_N + 1)); T_PASS=$((T_PASS + 1)); echo "ok $T_N - $1 # SKIP $2"; }
 note() { printf '%s\n' "$@" | sed 's/^/# /'; }
+# cleanup: the at_finish commands, then drop the databases and roles
+# (unless KZ_T_KEEP=1)
+cleanup() {
+	[ "${KZ_T_KEEP:-0}" = 1 ] && return 0
+	local c
+	for c in "${T_AT_FINISH[@]}"; do eval "$c" >/dev/null 2>&1; done
+	drop_dbs
+	drop_roles
+}
 finish() {
 	echo "1..$T_N"
 	echo "# $T_NAME: $T_PASS passed, $T_FAIL failed"
-	[ "${KZ_T_KEEP:-0}" = 1 ] || drop_dbs
+	cleanup
 	[ "$T_FAIL" -eq 0 ]
 }
+# bail REASON: stop the test (TAP "Bail out!"), cleaning up as finish does
+bail() { echo "Bail out! $1"; cleanup; exit 1; }
+# at_finish COMMAND: run by finish before the databases are dropped (e.g.
+# dropping a subscription, whose slot keeps its database from being dropped)
+at_finish() { T_AT_FINISH+=("$1"); }
 
 # ------------------------------------------------------------------ databases
 # q DB [psql args]: quiet, unaligned, tuples only, stop on error
@@ -72,6 +88,46 @@ newdb() {
 # appdb DB: an empty database with the Supabase stand-ins
 appdb() { newdb "$1" && q "$1" -f "$T_ROOT/test/setup/standins.sql" >/dev/null; }
 drop_dbs() { local d; for d in "${T_DBS[@]}"; do dropdb --if-exists --force "$d" >/dev/null 2>&1; done; }
+
+# ------------------------------------------------------------------ roles
+# Operational steps run as a non-superuser database owner, as on Supabase
+# (whose "postgres" owns the database but is no superuser); the superuser
+# only installs the extension, as Supabase's platform does.
+# owner_role ROLE: a LOGIN NOSUPERUSER role kz_t_*, dropped by finish (one
+# left over by an interrupted run is reused).  Another role that exists is
+# used as it is and kept: KZ_T_OWNER=postgres runs the owner's steps as the
+# superuser, to see past a missing privilege.
+owner_role() {
+	if [ "$(q postgres -c "SELECT count(*) FROM pg_roles WHERE rolname = '$1'")" = 0 ]; then
+		q postgres -c "CREATE ROLE $1 LOGIN NOSUPERUSER" >/dev/null || return 1
+	fi
+	case $1 in kz_t_*) T_ROLES+=("$1") ;; esac
+}
+drop_roles() { local r; for r in "${T_ROLES[@]}"; do q postgres -c "DROP ROLE IF EXISTS $r" >/dev/null 2>&1; done; }
+# owned_appdb DB OWNER: a database owned by OWNER (an owner_role), with the
+# Supabase stand-ins (usable by OWNER, as Supabase's "postgres" may use
+# auth.uid() in its policies), the extension installed by the superuser,
+# and the test's schema kzt (kzt_sql)
+owned_appdb() {
+	dropdb --if-exists --force "$1" >/dev/null 2>&1
+	createdb -T template0 -O "$2" "$1" && T_DBS+=("$1") &&
+		q "$1" -f "$T_ROOT/test/setup/standins.sql" >/dev/null &&
+		q "$1" -c "CREATE EXTENSION kizunasync; GRANT USAGE ON SCHEMA auth, storage TO $2" >/dev/null &&
+		kzt_sql | q "$1" >/dev/null
+}
+# qo DB [psql args]: q as the owner role $T_OWNER
+qo() { local db=$1; shift; psql -X -q -A -t -v ON_ERROR_STOP=1 -U "$T_OWNER" -d "$db" "$@"; }
+# sqlstate DB USER SQL: run SQL as USER in its own session; prints the
+# SQLSTATE it ended with (00000 on success) and the error message
+sqlstate() {
+	local out
+	out=$(psql -X -q -A -t -U "$2" -d "$1" -v VERBOSITY=verbose 2>&1 >/dev/null <<SQL | sed -n 's/^\(psql:[^ ]* \)\{0,1\}ERROR:  \([0-9A-Z]\{5\}\): \(.*\)/\2 \3/p' | head -n 1
+\set ON_ERROR_STOP 1
+$3
+SQL
+)
+	echo "${out:-00000}"
+}
 
 # ------------------------------------------------------------------ requests
 # api LABEL SUB CALL: psql text for one Data API request, as PostgREST makes
@@ -116,6 +172,127 @@ SQL
 	echo "\\if :more"
 	echo "\\echo $dev: still has_more after $max pages"
 	echo "\\endif"
+}
+
+# ------------------------------------------------------------------ sessions
+# A background session: a psql reading its input from a FIFO, so a test can
+# hold a transaction open across its steps.  Output (and errors) go to
+# $T_OUT/sess.NAME.out.
+# sess_open NAME DB [ROLE]; sess_send NAME SQL; sess_sync NAME (wait, at
+# most 60 s, until the session ran everything sent); sess_close NAME
+sess_open() {
+	local f=$T_OUT/sess.$1.fifo fd
+	rm -f "$f"; mkfifo "$f"
+	psql -X -q -A -t -U "${3:-$PGUSER}" -d "$2" -v application_name="kz_t_$1" < "$f" > "$T_OUT/sess.$1.out" 2>&1 &
+	eval "T_SESS_PID_$1=$!"
+	exec {fd}>"$f"
+	eval "T_SESS_FD_$1=$fd"
+	sess_send "$1" "SET application_name = 'kz_t_$1';"
+}
+sess_send() { local fd; eval "fd=\$T_SESS_FD_$1"; printf '%s\n' "$2" >&"$fd"; }
+sess_sync() {
+	local tag="sync-$RANDOM-$RANDOM" i
+	sess_send "$1" "\\echo $tag"
+	for i in $(seq 1 600); do
+		grep -q "^$tag\$" "$T_OUT/sess.$1.out" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+sess_close() {
+	local fd pid
+	eval "fd=\$T_SESS_FD_$1 pid=\$T_SESS_PID_$1"
+	sess_send "$1" "\\q"
+	exec {fd}>&-
+	wait "$pid" 2>/dev/null
+	rm -f "$T_OUT/sess.$1.fifo"
+}
+
+# ------------------------------------------------------------------ devices
+# kzt_sql: the test's schema kzt: kzt.calls (what api records), and the
+# replicas of simulated devices: kzt.replica (the rows a device holds),
+# kzt.cursors (its cursor), kzt.pages (every page it pulled),
+# kzt.apply(device, page) (apply one page as a client does: rows and
+# tombstones in seq order; a signal page changes nothing and is returned)
+kzt_sql() {
+	cat <<'SQL'
+SET client_min_messages = warning;
+CREATE SCHEMA kzt;
+CREATE TABLE kzt.calls (n serial PRIMARY KEY, label text NOT NULL, response jsonb);
+CREATE TABLE kzt.replica (device text, tbl text, pk text COLLATE "C", row jsonb NOT NULL,
+	PRIMARY KEY (device, tbl, pk));
+CREATE TABLE kzt.cursors (device text PRIMARY KEY, cursor text NOT NULL);
+CREATE TABLE kzt.pages (n serial PRIMARY KEY, device text NOT NULL, page jsonb);
+CREATE FUNCTION kzt.apply(dev text, page jsonb) RETURNS text LANGUAGE plpgsql AS $f$
+DECLARE
+	e record;
+BEGIN
+	INSERT INTO kzt.pages (device, page) VALUES (dev, page);
+	IF jsonb_typeof(page -> 'signal') = 'object' THEN
+		RETURN page -> 'signal' ->> 'type';
+	END IF;
+	FOR e IN
+		SELECT 'row' AS kind, (x ->> 'seq')::numeric AS seq, x ->> 'table' AS tbl, x ->> 'pk' AS pk, x -> 'row' AS row
+		  FROM jsonb_array_elements(page -> 'rows') x
+		UNION ALL
+		SELECT 'tombstone', (x ->> 'seq')::numeric, x ->> 'table', x ->> 'pk', NULL
+		  FROM jsonb_array_elements(page -> 'tombstones') x
+		ORDER BY 2
+	LOOP
+		IF e.kind = 'row' THEN
+			INSERT INTO kzt.replica VALUES (dev, e.tbl, e.pk, e.row)
+			ON CONFLICT (device, tbl, pk) DO UPDATE SET row = EXCLUDED.row;
+		ELSE
+			DELETE FROM kzt.replica WHERE device = dev AND tbl = e.tbl AND pk = e.pk;
+		END IF;
+	END LOOP;
+	RETURN 'applied';
+END
+$f$;
+RESET client_min_messages;
+SQL
+}
+
+# sync_device DEVICE SUB BUCKETS [LIMIT] [MAXPAGES]: psql text: the device
+# pulls from its cursor (kzt.cursors; "0" for a new device) until has_more
+# is false, one Data API request per page, applying each page to its
+# replica; its cursor is recorded, psql variable :signal is left at the
+# last page's signal type (empty for none).
+sync_device() {
+	local dev=$1 sub=$2 buckets=$3 lim=${4:-500} max=${5:-40} i
+	cat <<SQL
+SELECT coalesce((SELECT cursor FROM kzt.cursors WHERE device = '$dev'), '0') AS cur \gset
+\set more true
+SQL
+	for i in $(seq 1 "$max"); do
+		cat <<SQL
+\if :more
+BEGIN;
+SET LOCAL ROLE authenticated;
+SELECT set_config('request.jwt.claims', '{"sub": "$sub", "role": "authenticated"}', true) IS NOT NULL AS claims_set \gset
+SELECT r, r ->> 'cursor' AS cur, coalesce((r ->> 'has_more')::boolean, false) AS more
+  FROM (SELECT kizunasync.pull(buckets => '$buckets', cursor => :'cur', schema_version => 1, "limit" => $lim) AS r) s \gset
+COMMIT;
+SELECT coalesce(nullif(kzt.apply('$dev', :'r'), 'applied'), '') AS signal \gset
+\endif
+SQL
+	done
+	cat <<SQL
+INSERT INTO kzt.cursors VALUES ('$dev', :'cur') ON CONFLICT (device) DO UPDATE SET cursor = EXCLUDED.cursor;
+\if :more
+\echo $dev: still has_more after $max pages
+\endif
+SQL
+}
+# replica_text DEVICE TABLE: SQL giving the device's rows of TABLE, one
+# "pk row" line each, ordered by pk
+replica_text() {
+	echo "SELECT coalesce(string_agg(pk || ' ' || row::text, E'\n' ORDER BY pk), '') FROM kzt.replica WHERE device = '$1' AND tbl = '$2'"
+}
+# table_text QUERY: SQL giving the rows of QUERY (columns pk text, row
+# jsonb) in replica_text's form
+table_text() {
+	echo "SELECT coalesce(string_agg(pk || ' ' || row::text, E'\n' ORDER BY pk COLLATE \"C\"), '') FROM ($1) s"
 }
 
 # bucket sets of the history's users (see history.sh)
