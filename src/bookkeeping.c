@@ -159,10 +159,11 @@ kz_bk_delete_unique(KzBkTable *t, Relation index, int nkeys, const char *const *
 	}
 }
 
-void
-kz_bk_insert(KzBkTable *t, Datum *values, bool *nulls)
+bool
+kz_bk_insert_nowait(KzBkTable *t, Datum *values, bool *nulls, ItemPointer tid)
 {
 	HeapTuple	tup = heap_form_tuple(RelationGetDescr(t->heap), values, nulls);
+	bool		unique = true;
 	int			i;
 
 	heap_insert(t->heap, tup, GetCurrentCommandId(true), 0, NULL);
@@ -173,11 +174,46 @@ kz_bk_insert(KzBkTable *t, Datum *values, bool *nulls)
 		bool		inulls[INDEX_MAX_KEYS];
 		IndexInfo  *info = t->infos[i];
 
+		/*
+		 * UNIQUE_CHECK_PARTIAL never waits and never fails: a key some
+		 * other tuple may hold (live, or inserted or deleted by a running
+		 * transaction) only makes index_insert() answer false, and the
+		 * caller checks again once it may wait (as deferred constraints do).
+		 */
 		FormIndexDatum(info, t->slot, NULL, ivalues, inulls);
-		index_insert(t->indexes[i], ivalues, inulls, &tup->t_self, t->heap,
-					 info->ii_Unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
-					 false, info);
+		if (!index_insert(t->indexes[i], ivalues, inulls, &tup->t_self, t->heap,
+						  info->ii_Unique ? UNIQUE_CHECK_PARTIAL : UNIQUE_CHECK_NO,
+						  false, info) && info->ii_Unique)
+			unique = false;
 	}
+	*tid = tup->t_self;
 	ExecClearTuple(t->slot);
 	heap_freetuple(tup);
+	return unique;
+}
+
+void
+kz_bk_recheck_unique(KzBkTable *t, ItemPointer tid)
+{
+	TupleTableSlot *slot = table_slot_create(t->heap, NULL);
+	int			i;
+
+	if (!table_tuple_fetch_row_version(t->heap, tid, SnapshotSelf, slot))
+		elog(ERROR, "bookkeeping tuple (%u,%u) of \"%s\" vanished before its unique check",
+			 ItemPointerGetBlockNumber(tid), ItemPointerGetOffsetNumber(tid),
+			 RelationGetRelationName(t->heap));
+	for (i = 0; i < t->nindexes; i++)
+	{
+		Datum		ivalues[INDEX_MAX_KEYS];
+		bool		inulls[INDEX_MAX_KEYS];
+		IndexInfo  *info = t->infos[i];
+
+		if (!info->ii_Unique)
+			continue;
+		/* waits for a conflicting transaction, then raises 23505 if it committed */
+		FormIndexDatum(info, slot, NULL, ivalues, inulls);
+		(void) index_insert(t->indexes[i], ivalues, inulls, tid, t->heap,
+							UNIQUE_CHECK_EXISTING, false, info);
+	}
+	ExecDropSingleTupleTableSlot(slot);
 }

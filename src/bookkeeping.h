@@ -11,6 +11,7 @@
 #define KZ_BOOKKEEPING_H
 
 #include "nodes/execnodes.h"
+#include "storage/itemptr.h"
 #include "utils/relcache.h"
 
 /* OID of a relation (table, index or sequence) of schema kizunasync. */
@@ -43,7 +44,19 @@ extern Relation kz_bk_index(KzBkTable *t, const char *name);
 extern bool kz_bk_delete_unique(KzBkTable *t, Relation index, int nkeys,
 								const char *const *keys);
 
-/* Insert a tuple into t and every index of it. */
-extern void kz_bk_insert(KzBkTable *t, Datum *values, bool *nulls);
+/*
+ * Insert a tuple into t and every index of it, without ever waiting for
+ * another transaction: a unique key that another tuple may hold is only
+ * noted.  Sets *tid to the new tuple; returns false when a unique index
+ * must be checked again with kz_bk_recheck_unique().
+ */
+extern bool kz_bk_insert_nowait(KzBkTable *t, Datum *values, bool *nulls, ItemPointer tid);
+
+/*
+ * The unique checks kz_bk_insert_nowait() deferred for the tuple at tid:
+ * waits for a transaction that holds the key, then raises 23505 if that
+ * transaction committed it.
+ */
+extern void kz_bk_recheck_unique(KzBkTable *t, ItemPointer tid);
 
 #endif							/* KZ_BOOKKEEPING_H */
