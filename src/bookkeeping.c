@@ -159,13 +159,13 @@ kz_bk_delete_unique(KzBkTable *t, Relation index, int nkeys, const char *const *
 	}
 }
 
-bool
-kz_bk_insert_nowait(KzBkTable *t, Datum *values, bool *nulls, ItemPointer tid)
+HeapTuple
+kz_bk_insert_first(KzBkTable *t, Datum *values, bool *nulls, const bool *first, bool *deferred)
 {
 	HeapTuple	tup = heap_form_tuple(RelationGetDescr(t->heap), values, nulls);
-	bool		unique = true;
 	int			i;
 
+	*deferred = false;
 	heap_insert(t->heap, tup, GetCurrentCommandId(true), 0, NULL);
 	ExecStoreHeapTuple(tup, t->slot, false);
 	for (i = 0; i < t->nindexes; i++)
@@ -174,46 +174,49 @@ kz_bk_insert_nowait(KzBkTable *t, Datum *values, bool *nulls, ItemPointer tid)
 		bool		inulls[INDEX_MAX_KEYS];
 		IndexInfo  *info = t->infos[i];
 
+		if (!first[i])
+			continue;
+
 		/*
 		 * UNIQUE_CHECK_PARTIAL never waits and never fails: a key some
 		 * other tuple may hold (live, or inserted or deleted by a running
-		 * transaction) only makes index_insert() answer false, and the
-		 * caller checks again once it may wait (as deferred constraints do).
+		 * transaction) only makes index_insert() answer false, and
+		 * kz_bk_insert_rest() checks again where it may wait (as deferred
+		 * constraints do).
 		 */
 		FormIndexDatum(info, t->slot, NULL, ivalues, inulls);
 		if (!index_insert(t->indexes[i], ivalues, inulls, &tup->t_self, t->heap,
 						  info->ii_Unique ? UNIQUE_CHECK_PARTIAL : UNIQUE_CHECK_NO,
 						  false, info) && info->ii_Unique)
-			unique = false;
+			*deferred = true;
 	}
-	*tid = tup->t_self;
 	ExecClearTuple(t->slot);
-	heap_freetuple(tup);
-	return unique;
+	return tup;
 }
 
 void
-kz_bk_recheck_unique(KzBkTable *t, ItemPointer tid)
+kz_bk_insert_rest(KzBkTable *t, HeapTuple tup, const bool *first, bool deferred)
 {
-	TupleTableSlot *slot = table_slot_create(t->heap, NULL);
 	int			i;
 
-	if (!table_tuple_fetch_row_version(t->heap, tid, SnapshotSelf, slot))
-		elog(ERROR, "bookkeeping tuple (%u,%u) of \"%s\" vanished before its unique check",
-			 ItemPointerGetBlockNumber(tid), ItemPointerGetOffsetNumber(tid),
-			 RelationGetRelationName(t->heap));
+	ExecStoreHeapTuple(tup, t->slot, false);
 	for (i = 0; i < t->nindexes; i++)
 	{
 		Datum		ivalues[INDEX_MAX_KEYS];
 		bool		inulls[INDEX_MAX_KEYS];
 		IndexInfo  *info = t->infos[i];
+		IndexUniqueCheck check;
 
-		if (!info->ii_Unique)
+		if (!first[i])
+			check = info->ii_Unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO;
+		else if (deferred && info->ii_Unique)
+			check = UNIQUE_CHECK_EXISTING;	/* waits, then 23505 if committed */
+		else
 			continue;
-		/* waits for a conflicting transaction, then raises 23505 if it committed */
-		FormIndexDatum(info, slot, NULL, ivalues, inulls);
-		(void) index_insert(t->indexes[i], ivalues, inulls, tid, t->heap,
-							UNIQUE_CHECK_EXISTING, false, info);
+		FormIndexDatum(info, t->slot, NULL, ivalues, inulls);
+		(void) index_insert(t->indexes[i], ivalues, inulls, &tup->t_self, t->heap, check,
+							false, info);
 	}
-	ExecDropSingleTupleTableSlot(slot);
+	ExecClearTuple(t->slot);
+	heap_freetuple(tup);
 }

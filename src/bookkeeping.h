@@ -10,8 +10,8 @@
 #ifndef KZ_BOOKKEEPING_H
 #define KZ_BOOKKEEPING_H
 
+#include "access/htup.h"
 #include "nodes/execnodes.h"
-#include "storage/itemptr.h"
 #include "utils/relcache.h"
 
 /* OID of a relation (table, index or sequence) of schema kizunasync. */
@@ -45,18 +45,19 @@ extern bool kz_bk_delete_unique(KzBkTable *t, Relation index, int nkeys,
 								const char *const *keys);
 
 /*
- * Insert a tuple into t and every index of it, without ever waiting for
- * another transaction: a unique key that another tuple may hold is only
- * noted.  Sets *tid to the new tuple; returns false when a unique index
- * must be checked again with kz_bk_recheck_unique().
+ * Insert a tuple into t and into the indexes i with first[i] (positions in
+ * t->indexes), without ever waiting for another transaction: a unique key
+ * that another tuple may hold is only noted (*deferred).  Returns the tuple
+ * (t_self set) for kz_bk_insert_rest().
  */
-extern bool kz_bk_insert_nowait(KzBkTable *t, Datum *values, bool *nulls, ItemPointer tid);
+extern HeapTuple kz_bk_insert_first(KzBkTable *t, Datum *values, bool *nulls,
+									const bool *first, bool *deferred);
 
 /*
- * The unique checks kz_bk_insert_nowait() deferred for the tuple at tid:
- * waits for a transaction that holds the key, then raises 23505 if that
- * transaction committed it.
+ * The rest of the insert of tup: the indexes not in first (unique checks
+ * may wait for another transaction and fail with 23505), and, when
+ * deferred, the unique checks of those in first.  Frees tup.
  */
-extern void kz_bk_recheck_unique(KzBkTable *t, ItemPointer tid);
+extern void kz_bk_insert_rest(KzBkTable *t, HeapTuple tup, const bool *first, bool deferred);
 
 #endif							/* KZ_BOOKKEEPING_H */

@@ -4,23 +4,35 @@
  *	  Numbering a change and recording its entry (stamp.h).
  *
  * Invariant S (the section): seq order is the order of the entries'
- * inserts.  Drawing a seq and inserting its entry (the heap tuple and every
- * index entry) happen inside one section that writers enter one at a time:
- * an ExclusiveLock on the lock tag of kizunasync.seq_fence (an object lock,
- * which no SQL statement can take), released right after the inserts,
- * never held to commit.  So when any seq index holds s, every seq below s
- * has all of its entry's tuples in place, and in the WAL every record of
- * the entry of s - 1 precedes every record of the entry of s: a hot standby
- * that replayed s's index entry has replayed all of them.  A pull takes no
- * lock at all (horizon.c).  The argument is in
- * decisions/0010-sequencing.md.
+ * inserts.  Drawing a seq and inserting its entry (the heap tuple, and its
+ * entries in the indexes a pull reads: the seq index and the (table,
+ * bucket, seq) index) happen inside one section that writers enter one at
+ * a time: the exclusive content lock of block 0 of kizunasync.seq_fence (an
+ * empty page that holds no row, created by the first writer that finds
+ * none), released right after the inserts, never held to commit.  So when
+ * a seq index holds s, every seq below s has its heap tuple and those
+ * index entries in place, and in the WAL their records precede every
+ * record of the entry of s: a hot standby that replayed s's index entry
+ * has replayed all of them.  A pull takes no lock at all (horizon.c).  The
+ * argument is in decisions/0010-sequencing.md.
  *
- * The section never waits for another transaction: superseded entries are
- * deleted before it, the sequence is opened before it, and the inserts'
- * unique checks are only noted inside it (UNIQUE_CHECK_PARTIAL) and
- * completed after it.  A statement with many changes enters it once per
- * chunk of at most KZ_STAMP_CHUNK, so other writers wait for at most one
- * chunk.
+ * A buffer content lock is an LWLock: no lock table, and a released lock
+ * goes to whichever writer runs first rather than being handed to a
+ * sleeping one (a heavyweight lock convoys when 16 writers share 2 cores).
+ * In exchange a waiter cannot be cancelled and is not seen by the deadlock
+ * detector, so nothing inside the section may wait for another
+ * transaction: superseded entries are deleted before it, the sequence is
+ * opened and locked before it, and the inserts' unique checks are only
+ * noted inside it (UNIQUE_CHECK_PARTIAL) and completed after it, where the
+ * entry's other index entries (the row-key unique index, deleted_at) are
+ * written too: the section stays as short as the argument allows.  Inside
+ * it a writer takes only buffer locks of the bookkeeping relations (lock
+ * order: the section first; no one takes the section holding another
+ * buffer lock) and their relation extension locks (held briefly, and only
+ * by writers inside the section).  An error releases it (LWLockReleaseAll
+ * at (sub)transaction abort).  A statement with many changes enters it once
+ * per chunk of at most KZ_STAMP_CHUNK, so other writers wait for at most
+ * one chunk.
  *
  * Entries are written with direct heap and index access: no statement is
  * parsed or planned and no name is resolved, so nothing the writer
@@ -33,12 +45,14 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/table.h"
 #include "access/xact.h"
-#include "catalog/pg_class.h"
+#include "access/xloginsert.h"
 #include "commands/sequence.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/bufpage.h"
 #include "storage/lmgr.h"
-#include "storage/lock.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
@@ -141,11 +155,33 @@ typedef struct StampEntry
 {
 	KzBkTable  *t;
 	StampColumns *c;
+	const bool *first;			/* indexes inserted inside the section */
 	Datum	   *values;
 	bool	   *nulls;
-	ItemPointerData tid;
-	bool		recheck;		/* a unique check was deferred */
+	HeapTuple	tup;			/* inserted, its other indexes to do */
+	bool		deferred;		/* a unique check was deferred */
 } StampEntry;
+
+/*
+ * Which indexes of t get their entry inside the section: those a pull reads
+ * without a snapshot (the seq index and the (table, bucket, seq) index,
+ * horizon.c).  The others (the row-key unique index, deleted_at) are
+ * written right after it, where their unique checks may wait.
+ */
+static bool *
+stamp_first_indexes(KzBkTable *t, const char *seq_index, const char *bucket_index)
+{
+	bool	   *first = palloc0(sizeof(bool) * Max(t->nindexes, 1));
+	int			i;
+
+	for (i = 0; i < t->nindexes; i++)
+	{
+		const char *name = RelationGetRelationName(t->indexes[i]);
+
+		first[i] = strcmp(name, seq_index) == 0 || strcmp(name, bucket_index) == 0;
+	}
+	return first;
+}
 
 /*
  * The end of the chunk that starts at changes[i]: at most KZ_STAMP_CHUNK
@@ -172,7 +208,8 @@ stamp_chunk_end(const KzChange *changes, int i, int n)
 /* Delete what the change supersedes and build its entry (outside the section). */
 static void
 stamp_prepare(const KzChange *ch, KzBkTable *cl, Relation cl_key, StampColumns *clc,
-			  KzBkTable *tb, Relation tb_key, StampColumns *tbc, StampEntry *e)
+			  const bool *clfirst, KzBkTable *tb, Relation tb_key, StampColumns *tbc,
+			  const bool *tbfirst, StampEntry *e)
 {
 	const char *clkey[2];
 	const char *tbkey[3];
@@ -193,7 +230,9 @@ stamp_prepare(const KzChange *ch, KzBkTable *cl, Relation cl_key, StampColumns *
 
 	e->t = ch->op == 'd' ? tb : cl;
 	e->c = ch->op == 'd' ? tbc : clc;
-	e->recheck = false;
+	e->first = ch->op == 'd' ? tbfirst : clfirst;
+	e->tup = NULL;
+	e->deferred = false;
 	natts = RelationGetDescr(e->t->heap)->natts;
 	e->values = palloc0(sizeof(Datum) * natts);
 	e->nulls = palloc(sizeof(bool) * natts);
@@ -222,19 +261,49 @@ stamp_prepare(const KzChange *ch, KzBkTable *cl, Relation cl_key, StampColumns *
 	}
 }
 
+/*
+ * The section's page: block 0 of seq_fence, an initialized empty page.  A
+ * fresh install, a restore or a VACUUM that truncated the table leaves
+ * none; the first writer then adds it (WAL-logged, holding no row).
+ */
+static Buffer
+stamp_section_page(Relation fence)
+{
+	Buffer		buf;
+
+	if (RelationGetNumberOfBlocks(fence) == 0)
+	{
+		LockRelationForExtension(fence, ExclusiveLock);
+		if (RelationGetNumberOfBlocks(fence) == 0)
+		{
+			buf = ReadBufferExtended(fence, MAIN_FORKNUM, P_NEW, RBM_ZERO_AND_LOCK, NULL);
+			START_CRIT_SECTION();
+			PageInit(BufferGetPage(buf), BufferGetPageSize(buf), 0);
+			MarkBufferDirty(buf);
+			log_newpage_buffer(buf, true);
+			END_CRIT_SECTION();
+			UnlockReleaseBuffer(buf);
+		}
+		UnlockRelationForExtension(fence, ExclusiveLock);
+	}
+	return ReadBuffer(fence, 0);
+}
+
 int64
 kz_stamp_record(const KzChange *changes, int n)
 {
-	Oid			fence;
 	Oid			seqid;
 	Relation	seqrel;
-	LOCKTAG		section;
+	Relation	fence;
+	Buffer		section;
 	KzBkTable	cl;
 	KzBkTable	tb;
 	Relation	cl_key;
 	Relation	tb_key;
 	StampColumns clc;
 	StampColumns tbc;
+	bool	   *clfirst;
+	bool	   *tbfirst;
 	StampEntry *chunk;
 	int64		seq = 0;
 	int			i,
@@ -244,28 +313,31 @@ kz_stamp_record(const KzChange *changes, int n)
 	if (n <= 0)
 		return 0;
 	stamp_recorded_lxid = MyProc->lxid;
-	fence = kz_bk_relid("seq_fence");
 	seqid = kz_bk_relid("change_seq");
-	SET_LOCKTAG_OBJECT(section, MyDatabaseId, RelationRelationId, fence, 0);
 
 	/* locked and in the relcache before the section, so nextval() never waits in it */
 	seqrel = relation_open(seqid, RowExclusiveLock);
+	fence = table_open(kz_bk_relid("seq_fence"), RowExclusiveLock);
+	section = stamp_section_page(fence);
 	kz_bk_open(&cl, "changelog");
 	kz_bk_open(&tb, "tombstones");
 	cl_key = kz_bk_index(&cl, "changelog_table_name_pk_key");
 	tb_key = kz_bk_index(&tb, "tombstones_table_name_pk_bucket_value_key");
 	stamp_columns(cl.heap, tb.heap, &clc, &tbc);
+	clfirst = stamp_first_indexes(&cl, "changelog_pkey", "changelog_bucket_idx");
+	tbfirst = stamp_first_indexes(&tb, "tombstones_pkey", "tombstones_bucket_idx");
 	chunk = palloc(sizeof(StampEntry) * Min(n, KZ_STAMP_CHUNK));
 
 	for (i = 0; i < n; i = end)
 	{
 		end = stamp_chunk_end(changes, i, n);
 		for (j = i; j < end; j++)
-			stamp_prepare(&changes[j], &cl, cl_key, &clc, &tb, tb_key, &tbc, &chunk[j - i]);
+			stamp_prepare(&changes[j], &cl, cl_key, &clc, clfirst, &tb, tb_key, &tbc, tbfirst,
+						  &chunk[j - i]);
 		CommandCounterIncrement();
 
 		/* The section: draw + insert, one writer at a time. */
-		(void) LockAcquire(&section, ExclusiveLock, false, false);
+		LockBuffer(section, BUFFER_LOCK_EXCLUSIVE);
 		for (j = i; j < end; j++)
 		{
 			StampEntry *e = &chunk[j - i];
@@ -276,16 +348,15 @@ kz_stamp_record(const KzChange *changes, int n)
 									Int64GetDatum(stamp_wait_after_draw));
 			e->values[e->c->seq] = Int64GetDatum(seq);
 			e->nulls[e->c->seq] = false;
-			e->recheck = !kz_bk_insert_nowait(e->t, e->values, e->nulls, &e->tid);
+			e->tup = kz_bk_insert_first(e->t, e->values, e->nulls, e->first, &e->deferred);
 		}
-		LockRelease(&section, ExclusiveLock, false);
+		LockBuffer(section, BUFFER_LOCK_UNLOCK);
 
 		for (j = i; j < end; j++)
 		{
 			StampEntry *e = &chunk[j - i];
 
-			if (e->recheck)
-				kz_bk_recheck_unique(e->t, &e->tid);
+			kz_bk_insert_rest(e->t, e->tup, e->first, e->deferred);
 			pfree(e->values);
 			pfree(e->nulls);
 		}
@@ -293,8 +364,12 @@ kz_stamp_record(const KzChange *changes, int n)
 	CommandCounterIncrement();
 
 	pfree(chunk);
+	pfree(clfirst);
+	pfree(tbfirst);
+	ReleaseBuffer(section);
 	kz_bk_close(&tb);
 	kz_bk_close(&cl);
+	table_close(fence, NoLock);
 	relation_close(seqrel, NoLock);
 	return seq;
 }

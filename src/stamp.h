@@ -48,8 +48,9 @@ extern void kz_stamp_check_lengths(const char *table_name, const char *pk,
 /*
  * Test-only wait point: when key is non-zero, a writer that has drawn a seq
  * waits, before inserting its entry (inside the section), for a shared
- * transaction-level advisory lock on key.  Declared in SQL by the test
- * setup only.
+ * transaction-level advisory lock on key.  Every other writer waits for the
+ * section meanwhile, uninterruptibly: the session holding the advisory
+ * lock must not write synced rows.  Declared in SQL by the test setup only.
  */
 extern void kz_stamp_set_wait_after_draw(int64 key);
 

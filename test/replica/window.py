@@ -93,11 +93,16 @@ def pages(p):
 
 
 def waiting_on(pid):
-    """(locktype, what) of the lock backend pid waits for, or None."""
-    rows = psql(DB, "SELECT locktype, CASE WHEN locktype = 'object' AND classid = 'pg_class'::regclass"
-                    " AND objid = 'kizunasync.seq_fence'::regclass THEN 'section' ELSE mode END"
-                    " FROM pg_locks WHERE pid = %d AND NOT granted" % pid)
+    """(locktype, mode) of the heavyweight lock backend pid waits for, or None."""
+    rows = psql(DB, "SELECT locktype, mode FROM pg_locks WHERE pid = %d AND NOT granted" % pid)
     return tuple(rows[0]) if rows else None
+
+
+def wait_event(pid):
+    """wait_event_type:wait_event of backend pid (the section is a buffer
+    content lock: LWLock:BufferContent)."""
+    return one(DB, "SELECT coalesce(wait_event_type, '') || ':' || coalesce(wait_event, '')"
+                   " FROM pg_stat_activity WHERE pid = %d" % pid)
 
 
 def wait_until(what, fn, timeout=30):
@@ -137,8 +142,10 @@ def part_a(tap):
 
         w2.send("BEGIN; UPDATE win SET v = 2 WHERE id = 2; COMMIT;")
         time.sleep(0.3)
-        tap.same(waiting_on(w2pid), ("object", "section"),
-                 "A3 w2 cannot draw seq %d: it waits for the numbering section" % (s + 1))
+        tap.ok(wait_event(w2pid) == "LWLock:BufferContent"
+               and int(one(DB, "SELECT last_value FROM kizunasync.change_seq")) == s,
+               "A3 w2 cannot draw seq %d: it waits for the numbering section" % (s + 1),
+               "w2 %s, last_value %s" % (wait_event(w2pid), one(DB, "SELECT last_value FROM kizunasync.change_seq")))
 
         wait_replayed(DB)
         p = dev.pull()
