@@ -135,10 +135,12 @@ def pull_sql(sub, buckets, cursor, limit=500, client_id=None, read_only=False):
 
 def pull(db, sub, buckets, cursor, limit=500, client_id=None, standby=False, read_only=False):
     """One pull in its own transaction; the page as a dict (SqlError on error)."""
+    # a pull never waits for long (decision 0083); one that does is a failure
+    env = dict(os.environ, PGOPTIONS=os.environ.get("PGOPTIONS", "") + " -c statement_timeout=30s")
     r = subprocess.run(["psql", "-X", "-q", "-At", "-v", "ON_ERROR_STOP=1", "-v", "VERBOSITY=verbose",
                         "-d", conninfo(db, standby)],
                        input=pull_sql(sub, buckets, cursor, limit, client_id, read_only),
-                       capture_output=True, text=True)
+                       capture_output=True, text=True, env=env)
     if r.returncode != 0:
         err = r.stderr.strip()
         for line in err.splitlines():
