@@ -23,10 +23,10 @@ PG_CPPFLAGS = -I$(srcdir)/src $(shell pkg-config --cflags jansson 2>/dev/null)
 PG_CFLAGS   = -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers
 SHLIB_LINK += -ljansson
 
-# pg_regress: test/sql/*.sql against test/expected (a link to ../expected)
+# pg_regress: test/sql/*.sql against test/expected/*.out (--inputdir=test)
 REGRESS      = $(sort $(patsubst test/sql/%.sql,%,$(wildcard test/sql/*.sql)))
 REGRESS_OPTS = --inputdir=test --outputdir=$(KZ_OUTDIR)/regress
-# isolation: test/specs/*.spec
+# isolation: test/specs/*.spec against test/expected/*.out
 ISOLATION      = $(sort $(patsubst test/specs/%.spec,%,$(wildcard test/specs/*.spec)))
 ISOLATION_OPTS = --inputdir=test --outputdir=$(KZ_OUTDIR)/isolation
 

@@ -5,8 +5,10 @@
  *
  *	  Invariants checked on every input: no crash or sanitizer report, a
  *	  failure carries a 5-character SQLSTATE of class 22 or 53 and a
- *	  non-empty message, and a success yields structs within the documented
- *	  limits (entry count, param count, name and value lengths).
+ *	  non-empty message, its message and detail are printable ASCII (client
+ *	  text reaches them only quoted by kz_quote), and a success yields
+ *	  structs within the documented limits (entry count, param count, name
+ *	  and value lengths).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -46,6 +48,15 @@ arena_reset(void)
 	for (i = 0; i < arena_n; i++)
 		free(arena[i]);
 	arena_n = 0;
+}
+
+/* Client text reaches a message only quoted (quote.h): printable ASCII. */
+static void
+check_printable(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char) *s < 0x20 || (unsigned char) *s >= 0x7f)
+			abort();
 }
 
 static void
@@ -97,6 +108,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		if (req.nbuckets != 0)
 			abort();
+		check_printable(err.message);
+		check_printable(err.detail);
 	}
 	arena_reset();
 	return 0;

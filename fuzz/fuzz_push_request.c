@@ -5,8 +5,10 @@
  *	  (fuzz/push_request.conf names the sources).
  *
  *	  Invariants checked on every input: the parser never crashes, every
- *	  failure carries a 5-character SQLSTATE and a message, and every
- *	  success yields structs within the documented limits.
+ *	  failure carries a 5-character SQLSTATE and a message, its message and
+ *	  detail are printable ASCII (client text reaches them only quoted by
+ *	  kz_quote), and every success yields structs within the documented
+ *	  limits.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -53,11 +55,22 @@ arena_free(Arena *a)
 	memset(a, 0, sizeof(*a));
 }
 
+/* Client text reaches a message only quoted (quote.h): printable ASCII. */
+static void
+check_printable(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char) *s < 0x20 || (unsigned char) *s >= 0x7f)
+			abort();
+}
+
 static void
 check_error(const KzReqError *err)
 {
 	if (strlen(err->sqlstate) != 5 || err->message[0] == '\0')
 		abort();
+	check_printable(err->message);
+	check_printable(err->detail);
 }
 
 int

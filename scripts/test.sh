@@ -2,12 +2,14 @@
 # Runs every test lane of kizunasync on this machine, from nothing:
 # installs the packages, builds and installs the extension, starts a private
 # cluster (as the postgres OS user, socket under /tmp), runs
-#   1. pg_regress + isolation tests      (make installcheck)
-#   2. pgTAP tests                       (pg_prove test/pgtap/*.sql)
+#   1. pg_regress + isolation tests      (make installcheck: test/sql, test/specs)
+#   2. pgTAP tests                       (pg_prove test/pgtap/*.sql, test/pgtap/cron)
 #   3. corpus lanes: cursor vectors, golden-transcript replay
 #                                        (read from $KZ_CORPUS, default ../shared/corpus)
-#   4. randomized end-to-end stress, libFuzzer targets
+#   4. randomized end-to-end stress, libFuzzer targets, the crash test (test/t)
+#   5. the lanes of test/lanes/*.sh (ops, roles, layout)
 # stops the cluster and ends with one line "N passed, N failed".
+# test/README.md describes every directory and lane, and how to run one test.
 # Exit status is non-zero when anything failed.
 #
 # Environment: KZ_CORPUS, KZ_PORT, KZ_RUNDIR, PG_CONFIG, KZ_SKIP_DEPS=1,
@@ -115,9 +117,9 @@ lane_pgtap() {
 		createdb kz_cron
 		psql -X -q -v ON_ERROR_STOP=1 -d kz_cron -f test/setup/standins.sql >/dev/null
 		psql -X -q -v ON_ERROR_STOP=1 -d kz_cron -c 'CREATE EXTENSION pgtap; CREATE EXTENSION kizunasync; CREATE EXTENSION pg_cron;' >/dev/null
-		run_prove pgtap-cron kz_cron test/pgtap_cron/*.sql
+		run_prove pgtap-cron kz_cron test/pgtap/cron/*.sql
 	else
-		echo "!! SKIPPED test/pgtap_cron: pg_cron is not preloaded in this cluster (install postgresql-15-cron and recreate the cluster)"
+		echo "!! SKIPPED test/pgtap/cron: pg_cron is not preloaded in this cluster (install postgresql-15-cron and recreate the cluster)"
 		echo "pgtap-cron 0 0 1" >> "$RESULTS"
 	fi
 }
@@ -149,7 +151,7 @@ lane_replay() {
 	fi
 	# Appends "corpus-check", "replay-selftest" and "replay" lines to $RESULTS;
 	# a non-zero exit means a case left its pin (already counted as failed).
-	python3 test/tools/replay.py run --corpus "$KZ_CORPUS" --cases cases \
+	python3 test/tools/replay.py run --corpus "$KZ_CORPUS" --cases test/replay/cases \
 		--out "$KZ_OUT/replay" --results "$RESULTS" ||
 		echo "!! replay: cases differ from their pins or corpus problems (see above)"
 }
@@ -192,12 +194,12 @@ lane_fuzz() {
 	echo "fuzz $ok $fail 0" >> "$RESULTS"
 }
 
-# SIGKILL a backend mid-push and check recovery (test/crash/crash_push.sh);
+# SIGKILL a backend mid-push and check recovery (test/t/crash_push.sh);
 # the script appends its own "crash <passed> <failed> 0" line.
 lane_crash() {
 	echo "== lane: crash (SIGKILL mid-push, recovery, ledger/rows/pull checks)"
 	local rc=0
-	bash test/crash/crash_push.sh >"$KZ_OUT/crash.log" 2>&1 || rc=$?
+	bash test/t/crash_push.sh >"$KZ_OUT/crash.log" 2>&1 || rc=$?
 	grep -Ev '^ok ' "$KZ_OUT/crash.log" || true
 	if [ $rc -ne 0 ] && ! grep -q '^crash ' "$RESULTS"; then echo "crash 0 1 0" >> "$RESULTS"; fi
 }

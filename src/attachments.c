@@ -28,7 +28,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
-#include "kizunasync.h"
+#include "errors.h"
 #include "identity.h"
 #include "render.h"
 #include "rowkey.h"
@@ -285,8 +285,16 @@ attach_confirm_refused(const ConfirmArgs *a, const char *sub)
  * Once a row carries a hash, its hash, size and media type never change; a
  * matching re-confirm refreshes updated_at and may fill a missing table.
  */
+static Datum attach_confirm_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_attachment_confirm(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.attachment_confirm()", attach_confirm_body);
+}
+
+static Datum
+attach_confirm_body(FunctionCallInfo fcinfo)
 {
 	const char *fname = "kizunasync.attachment_confirm()";
 	KzCaller	caller;
@@ -344,8 +352,10 @@ kz_attachment_confirm(PG_FUNCTION_ARGS)
 					"       updated_at = pg_catalog.now()"
 					" WHERE a.created_by OPERATOR(pg_catalog.=) excluded.created_by"
 					"   AND (a.sha256 IS NULL OR (a.sha256 OPERATOR(pg_catalog.=) excluded.sha256"
-					"        AND a.size IS NOT DISTINCT FROM excluded.size"
-					"        AND a.media_type IS NOT DISTINCT FROM excluded.media_type))",
+					"        AND COALESCE(a.size OPERATOR(pg_catalog.=) excluded.size,"
+					"                     a.size IS NULL AND excluded.size IS NULL)"
+					"        AND COALESCE(a.media_type OPERATOR(pg_catalog.=) excluded.media_type,"
+					"                     a.media_type IS NULL AND excluded.media_type IS NULL)))",
 					7, argtypes, values, nulls, false, 0, SPI_OK_INSERT) != 1)
 		attach_confirm_refused(&a, sub);
 	kz_spi_finish();
@@ -362,8 +372,16 @@ kz_attachment_confirm(PG_FUNCTION_ARGS)
  * the caller's own policies.  Otherwise: no rows (never an error that
  * reveals whether the object exists).
  */
+static Datum attach_metadata_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_attachment_metadata(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.attachment_metadata()", attach_metadata_body);
+}
+
+static Datum
+attach_metadata_body(FunctionCallInfo fcinfo)
 {
 	const char *fname = "kizunasync.attachment_metadata()";
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
@@ -420,8 +438,16 @@ kz_attachment_metadata(PG_FUNCTION_ARGS)
  * Forgets the caller's metadata of an object that no longer exists in
  * Storage.  Silent in every case.
  */
+static Datum attach_vacuum_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_attachment_vacuum(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.attachment_vacuum()", attach_vacuum_body);
+}
+
+static Datum
+attach_vacuum_body(FunctionCallInfo fcinfo)
 {
 	const char *fname = "kizunasync.attachment_vacuum()";
 	KzCaller	caller;

@@ -34,7 +34,6 @@
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
-#include "kizunasync.h"
 #include "bookkeeping.h"
 
 Oid

@@ -14,6 +14,9 @@
 #include "nodes/execnodes.h"
 #include "utils/relcache.h"
 
+/* Name of the extension's schema; it is fixed (the extension is not relocatable). */
+#define KZ_SCHEMA "kizunasync"
+
 /* OID of a relation (table, index or sequence) of schema kizunasync. */
 extern Oid	kz_bk_relid(const char *name);
 

@@ -47,7 +47,6 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
-#include "kizunasync.h"
 #include "capture.h"
 #include "capture_queue.h"
 #include "identity.h"
@@ -304,17 +303,17 @@ capture_check_call(FunctionCallInfo fcinfo)
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("kizunasync._capture() was not called by trigger manager")));
+				 errmsg("function \"%s\" was not called by trigger manager", "kizunasync._capture")));
 	if (!TRIGGER_FIRED_AFTER(trigdata->tg_event) || !TRIGGER_FIRED_FOR_ROW(trigdata->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("kizunasync._capture() must be fired AFTER ... FOR EACH ROW")));
+				 errmsg("function \"%s\" must be fired AFTER ... FOR EACH ROW", "kizunasync._capture")));
 	if (!TRIGGER_FIRED_BY_INSERT(trigdata->tg_event) &&
 		!TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) &&
 		!TRIGGER_FIRED_BY_DELETE(trigdata->tg_event))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("kizunasync._capture() must be fired for INSERT, UPDATE or DELETE")));
+				 errmsg("function \"%s\" must be fired for INSERT, UPDATE or DELETE", "kizunasync._capture")));
 	return TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event) ? trigdata->tg_newtuple
 		: trigdata->tg_trigtuple;
 }
@@ -390,7 +389,7 @@ kz_refuse_truncate(PG_FUNCTION_ARGS)
 	if (!CALLED_AS_TRIGGER(fcinfo))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
-				 errmsg("kizunasync._refuse_truncate() was not called by trigger manager")));
+				 errmsg("function \"%s\" was not called by trigger manager", "kizunasync._refuse_truncate")));
 	ereport(ERROR,
 			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
 			 errmsg("cannot truncate synced table \"%s\"",

@@ -21,7 +21,7 @@
 #include "utils/builtins.h"
 
 #include "cursor.h"
-#include "kizunasync.h"
+#include "errors.h"
 
 PG_FUNCTION_INFO_V1(kizunasync_cursor_parse);
 PG_FUNCTION_INFO_V1(kizunasync_cursor_encode);

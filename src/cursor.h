@@ -14,8 +14,6 @@
 #ifndef KZ_CURSOR_H
 #define KZ_CURSOR_H
 
-#include "postgres.h"
-
 #include "cursor_core.h"
 
 /*

@@ -1,47 +1,32 @@
 /*-------------------------------------------------------------------------
  *
  * errors.c
- *	  Helpers for error reports (errors.h): quoting client text, and the
- *	  context line naming the entry point an error happened in.
+ *	  Helpers for error reports (errors.h): quoting client text, raising a
+ *	  request parser's error, the context line naming the entry point an
+ *	  error happened in, and catching an error in a subtransaction.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
-#include "lib/stringinfo.h"
+#include "access/xact.h"
 
 #include "errors.h"
 
-/*
- * Quote a (possibly hostile) client string for an error message: in double
- * quotes, printable ASCII as is, '"' and '\' backslash-escaped, every other
- * byte as \xNN, and at most KZ_QUOTE_MAX_BYTES bytes followed by "..."
- * when there is more.
- */
 char *
 kz_quote_for_message(const char *s, size_t len, bool more)
 {
-	StringInfoData buf;
-	size_t		n = Min(len, KZ_QUOTE_MAX_BYTES);
-	size_t		i;
+	return kz_quote(palloc(KZ_QUOTE_SIZE), s, len, more);
+}
 
-	initStringInfo(&buf);
-	appendStringInfoChar(&buf, '"');
-	for (i = 0; i < n; i++)
-	{
-		unsigned char ch = (unsigned char) s[i];
-
-		if (ch == '"' || ch == '\\')
-			appendStringInfo(&buf, "\\%c", ch);
-		else if (ch >= 0x20 && ch < 0x7f)
-			appendStringInfoChar(&buf, (char) ch);
-		else
-			appendStringInfo(&buf, "\\x%02x", ch);
-	}
-	appendStringInfoChar(&buf, '"');
-	if (more || len > n)
-		appendStringInfoString(&buf, "...");
-	return buf.data;
+void
+kz_raise_request_error(const KzReqError *err)
+{
+	ereport(ERROR,
+			(errcode(MAKE_SQLSTATE(err->sqlstate[0], err->sqlstate[1], err->sqlstate[2],
+								   err->sqlstate[3], err->sqlstate[4])),
+			 errmsg("%s", err->message),
+			 err->detail[0] ? errdetail("%s", err->detail) : 0));
 }
 
 static void
@@ -63,4 +48,18 @@ void
 kz_errcontext_pop(ErrorContextCallback *cb)
 {
 	error_context_stack = cb->previous;
+}
+
+ErrorData *
+kz_subxact_catch(MemoryContext cxt, ResourceOwner owner)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	FlushErrorState();
+	RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+	return edata;
 }

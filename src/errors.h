@@ -1,8 +1,12 @@
 /*-------------------------------------------------------------------------
  *
  * errors.h
- *	  Helpers for error reports (PostgreSQL's message style: no program
- *	  prefix in errmsg; where an error happened goes in errcontext).
+ *	  Errors and messages: the protocol's SQLSTATEs, quoting client text,
+ *	  raising a request parser's error, the error context naming the entry
+ *	  point, and catching an error in a subtransaction.  Messages follow
+ *	  PostgreSQL's style guide: lowercase errmsg without a program prefix
+ *	  (where an error happened goes in errcontext), full sentences in
+ *	  errdetail and errhint, client text always through kz_quote.
  *	  Implemented in src/errors.c.
  *
  *-------------------------------------------------------------------------
@@ -10,16 +14,26 @@
 #ifndef KZ_ERRORS_H
 #define KZ_ERRORS_H
 
-/* At most this many bytes of a client string are quoted in a message. */
-#define KZ_QUOTE_MAX_BYTES	64
+#include "utils/resowner.h"
+
+#include "request_error.h"
+
+/* Custom SQLSTATEs of the protocol (README: Function reference). */
+#define ERRCODE_KZ_PULL_BUCKET_REQUIRED		MAKE_SQLSTATE('K','Z','L','0','1')
+#define ERRCODE_KZ_PULL_COLUMN_POLICY		MAKE_SQLSTATE('K','Z','L','0','2')
+#define ERRCODE_KZ_PULL_NEEDS_PRIMARY		MAKE_SQLSTATE('K','Z','L','0','3')
+#define ERRCODE_KZ_PUSH_PULL_ONLY			MAKE_SQLSTATE('K','Z','P','0','1')
+#define ERRCODE_KZ_PUSH_BATCH_TOO_LARGE		MAKE_SQLSTATE('K','Z','P','0','2')
+#define ERRCODE_KZ_PUSH_ATOMIC_REQUIRED		MAKE_SQLSTATE('K','Z','P','0','3')
 
 /*
- * Quote a (possibly hostile) client string for an error message: in double
- * quotes, printable ASCII as is, '"' and '\\' backslash-escaped, every other
- * byte as \\xNN, at most KZ_QUOTE_MAX_BYTES bytes, then "..." when there is
- * more (or when more is set).
+ * Quote a (possibly hostile) client string for an error message, palloc'd
+ * (kz_quote of quote.h: at most KZ_QUOTE_MAX_BYTES bytes, escaped, ASCII).
  */
 extern char *kz_quote_for_message(const char *s, size_t len, bool more);
+
+/* Raise the error a request parser handed back (request_error.h). */
+extern void kz_raise_request_error(const KzReqError *err) pg_attribute_noreturn();
 
 /*
  * Add a context line "what" to every error raised until the matching pop
@@ -28,5 +42,13 @@ extern char *kz_quote_for_message(const char *s, size_t len, bool more);
  */
 extern void kz_errcontext_push(ErrorContextCallback *cb, const char *what);
 extern void kz_errcontext_pop(ErrorContextCallback *cb);
+
+/*
+ * In the PG_CATCH block of an internal subtransaction begun in memory
+ * context cxt under resource owner owner: copy the error into cxt, roll the
+ * subtransaction back, and restore cxt and owner.  The caller re-throws the
+ * returned error (ReThrowError) or turns it into an answer and frees it.
+ */
+extern ErrorData *kz_subxact_catch(MemoryContext cxt, ResourceOwner owner);
 
 #endif							/* KZ_ERRORS_H */

@@ -21,7 +21,8 @@
 #include "utils/syscache.h"
 #include "utils/uuid.h"
 
-#include "kizunasync.h"
+#include "bookkeeping.h"
+#include "errors.h"
 #include "identity.h"
 
 /* The search_path of privileged sections: pg_temp last, so it shadows nothing. */
@@ -67,6 +68,33 @@ kz_entry(FunctionCallInfo fcinfo, const char *fname, bool refuse_sro, KzCaller *
 				 errdetail("REFRESH MATERIALIZED VIEW, ANALYZE, VACUUM, CREATE INDEX and autovacuum "
 						   "evaluate view and index expressions as their owner with restricted rights.")));
 	caller->role = GetUserId();
+}
+
+/* The entry point running in this backend, or NULL. */
+static const char *entry_running = NULL;
+
+Datum
+kz_entry_guarded(FunctionCallInfo fcinfo, const char *fname, KzEntryBody body)
+{
+	volatile Datum result = (Datum) 0;
+
+	if (entry_running != NULL)
+		ereport(ERROR,
+				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+				 errmsg("%s cannot be called while %s is running", fname, entry_running),
+				 errdetail("Application code that %s ran (a trigger, a policy, a column default or a function of a column type) called it.",
+						   entry_running)));
+	entry_running = fname;
+	PG_TRY();
+	{
+		result = body(fcinfo);
+	}
+	PG_FINALLY();
+	{
+		entry_running = NULL;
+	}
+	PG_END_TRY();
+	return result;
 }
 
 void

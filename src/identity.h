@@ -37,6 +37,17 @@ typedef struct KzCaller
 extern void kz_entry(FunctionCallInfo fcinfo, const char *fname, bool refuse_sro,
 					 KzCaller *caller);
 
+/*
+ * Run an SQL-callable entry point: body(fcinfo), as fname.  Entry points do
+ * not nest: called while another one runs in this backend (application
+ * code that a pull or push ran - a trigger, a policy, a column default, a
+ * function of a column type - calling kizunasync again), it refuses with
+ * 0A000.  Their per-call state (the push's capture queue, its record of
+ * deleted rows) belongs to one call at a time.
+ */
+typedef Datum (*KzEntryBody) (FunctionCallInfo fcinfo);
+extern Datum kz_entry_guarded(FunctionCallInfo fcinfo, const char *fname, KzEntryBody body);
+
 /* The same check for a trigger function, whose declaration is tgfoid. */
 extern void kz_entry_trigger(Oid tgfoid);
 

@@ -121,7 +121,7 @@ kz_journal_record(const char *table_name, const char *pk, const char *mutation_i
 					   " SELECT $1, $2, e.key, e.value, $3, $4 FROM pg_catalog.jsonb_each($5) e"
 					   " WHERE e.key OPERATOR(pg_catalog.=) ANY ($6)"
 					   " AND e.value OPERATOR(pg_catalog.<>) 'null'::pg_catalog.jsonb"
-					   " AND ($7 OPERATOR(pg_catalog.->) e.key) IS DISTINCT FROM e.value",
+					   " AND (($7 OPERATOR(pg_catalog.->) e.key) OPERATOR(pg_catalog.=) e.value) IS NOT TRUE",
 					   7, types, values, nulls, false, 0, SPI_OK_INSERT);
 	return done > 0;
 }

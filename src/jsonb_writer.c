@@ -79,7 +79,7 @@ begin_container(KzJbWriter *w, int count, uint32 flag, int nchildren)
 	uint32		header = (uint32) count | flag;
 
 	if (w->depth >= KZ_JBW_MAX_DEPTH)
-		elog(ERROR, "kizunasync: jsonb writer nested too deep");
+		elog(ERROR, "jsonb writer nested too deep");
 	if (count > JB_CMASK)
 		ereport(ERROR,
 				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
@@ -125,7 +125,7 @@ kz_jbw_end(KzJbWriter *w)
 	int			totallen;
 
 	if (f->index != f->nchildren)
-		elog(ERROR, "kizunasync: jsonb writer container has %d of %d children",
+		elog(ERROR, "jsonb writer container has %d of %d children",
 			 f->index, f->nchildren);
 	totallen = w->buf.len - f->base_offset;
 	w->depth--;
@@ -164,7 +164,7 @@ kz_jbw_jsonb(KzJbWriter *w, const Jsonb *j)
 	int			base = w->buf.len;
 
 	if (JB_ROOT_IS_SCALAR(j))
-		elog(ERROR, "kizunasync: jsonb writer cannot embed a scalar document");
+		elog(ERROR, "jsonb writer cannot embed a scalar document");
 	pad_to_int(&w->buf);
 	appendBinaryStringInfo(&w->buf, (const char *) &j->root, VARSIZE(j) - VARHDRSZ);
 	child_done(w, JENTRY_ISCONTAINER | (w->buf.len - base));
@@ -176,7 +176,7 @@ kz_jbw_finish(KzJbWriter *w)
 	Jsonb	   *res;
 
 	if (w->depth != 0)
-		elog(ERROR, "kizunasync: jsonb writer finished with open containers");
+		elog(ERROR, "jsonb writer finished with open containers");
 	res = (Jsonb *) w->buf.data;
 	SET_VARSIZE(res, w->buf.len);
 	return res;

@@ -13,7 +13,6 @@
 #ifndef KZ_JSONB_WRITER_H
 #define KZ_JSONB_WRITER_H
 
-#include "postgres.h"
 #include "lib/stringinfo.h"
 #include "utils/jsonb.h"
 

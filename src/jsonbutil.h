@@ -1,8 +1,11 @@
 /*-------------------------------------------------------------------------
  *
  * jsonbutil.h
- *	  Small jsonb helpers shared by pull, push and the journal.
- *	  Implemented in src/jsonbutil.c.
+ *	  The jsonb helpers: building jsonb through pushJsonbValue and reading
+ *	  keys and scalars as text, shared by pull, push, the ledger, the
+ *	  journal and settings.  Pull pages are written by jsonb_writer.h
+ *	  instead (straight into the binary form).  Implemented in
+ *	  src/jsonbutil.c.
  *
  *-------------------------------------------------------------------------
  */

@@ -1,12 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * kizunasync.c
- *	  Module entry point: PG_MODULE_MAGIC, _PG_init.
+ *	  Module entry point: PG_MODULE_MAGIC, _PG_init (the GUCs of push and
+ *	  wake-up hints, defined in push_decide.c and wakeup.c).  The top of
+ *	  src/: no file includes kizunasync.h (README, "Layout").
  *
  * jansson (used by the request parsers) allocates through palloc in the
  * current memory context, so a parse never outlives its call and an error
  * unwinds without leaks.  Allocation failures come back to jansson as NULL
  * (its documented contract) rather than as a longjmp out of its internals.
+ *
+ * A file that includes <jansson.h> must not include utils/builtins.h (its
+ * json_object() clashes with jansson's): jansson is used here and in the
+ * plain-C request parsers only.
  *
  *-------------------------------------------------------------------------
  */

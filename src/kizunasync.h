@@ -1,28 +1,18 @@
 /*-------------------------------------------------------------------------
  *
  * kizunasync.h
- *	  Declarations shared between the backend-side source files.
+ *	  The module entry point (kizunasync.c): PG_MODULE_MAGIC and _PG_init,
+ *	  which defines the extension's GUCs.  kizunasync.c sits at the top of
+ *	  src/: it includes the files whose settings it defines, and no file
+ *	  includes this header.
  *
- * Files that include <jansson.h> must not include utils/builtins.h (its
- * json_object() clashes with jansson's); keep jansson use in files of its own.
+ * Shared constants live below every file that uses them: the protocol's
+ * SQLSTATEs in errors.h, the schema name in bookkeeping.h.
  *
  *-------------------------------------------------------------------------
  */
 #ifndef KIZUNASYNC_H
 #define KIZUNASYNC_H
-
-#include "errors.h"
-
-/* Name of the extension's schema; it is fixed (the extension is not relocatable). */
-#define KZ_SCHEMA "kizunasync"
-
-/* Custom SQLSTATEs of the protocol. */
-#define ERRCODE_KZ_PULL_BUCKET_REQUIRED		MAKE_SQLSTATE('K','Z','L','0','1')
-#define ERRCODE_KZ_PULL_COLUMN_POLICY		MAKE_SQLSTATE('K','Z','L','0','2')
-#define ERRCODE_KZ_PULL_NEEDS_PRIMARY		MAKE_SQLSTATE('K','Z','L','0','3')
-#define ERRCODE_KZ_PUSH_PULL_ONLY			MAKE_SQLSTATE('K','Z','P','0','1')
-#define ERRCODE_KZ_PUSH_BATCH_TOO_LARGE		MAKE_SQLSTATE('K','Z','P','0','2')
-#define ERRCODE_KZ_PUSH_ATOMIC_REQUIRED		MAKE_SQLSTATE('K','Z','P','0','3')
 
 /* kizunasync.c */
 extern void _PG_init(void);

@@ -6,11 +6,11 @@
  *
  *	  The caller must own the table (the database owner provisions the
  *	  tables it owns; decisions/0060).  The table is validated against the
- *	  catalog; the capture triggers are created as the extension owner (DDL
- *	  that runs no application code); the rows are seeded as the table's
- *	  owner under SECURITY_RESTRICTED_OPERATION (reconcile.c); the
- *	  bookkeeping is written in privileged sections.  Re-provisioning is
- *	  decisions/0013.
+ *	  catalog; the capture triggers are created through the catalog as the
+ *	  extension owner (no SQL DDL: no event trigger fires, no application
+ *	  code runs); the rows are seeded as the table's owner under
+ *	  SECURITY_RESTRICTED_OPERATION (reconcile.c); the bookkeeping is
+ *	  written in privileged sections.  Re-provisioning is decisions/0013.
  *
  *-------------------------------------------------------------------------
  */
@@ -18,10 +18,13 @@
 
 #include "access/htup_details.h"
 #include "access/table.h"
+#include "access/xact.h"
+#include "catalog/dependency.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_constraint.h"
 #include "catalog/pg_index.h"
+#include "catalog/pg_trigger.h"
 #include "catalog/pg_type.h"
 #include "commands/event_trigger.h"
 #include "commands/trigger.h"
@@ -29,6 +32,8 @@
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_func.h"
 #include "utils/acl.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -36,7 +41,8 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "kizunasync.h"
+#include "bookkeeping.h"
+#include "errors.h"
 #include "identity.h"
 #include "reconcile.h"
 #include "retention.h"
@@ -321,37 +327,74 @@ provision_forget(const char *table_name)
 					1, types, values, NULL, false, 0, SPI_OK_DELETE);
 }
 
-/* Drop our triggers from a table, then (when create) attach them again. */
+/* Drop trigger name of relid, when it has one. */
+static void
+provision_drop_trigger(Oid relid, const char *name)
+{
+	Oid			tgoid = get_trigger_oid(relid, name, true);
+	ObjectAddress trigger;
+
+	if (!OidIsValid(tgoid))
+		return;
+	ObjectAddressSet(trigger, TriggerRelationId, tgoid);
+	performDeletion(&trigger, DROP_RESTRICT, 0);
+	CommandCounterIncrement();
+}
+
+/* Attach kizunasync.<func>() to relid as trigger name. */
+static void
+provision_create_trigger(Oid relid, const char *name, const char *func, bool row,
+						 int16 timing, int16 events, char fires_when)
+{
+	CreateTrigStmt *stmt = makeNode(CreateTrigStmt);
+	List	   *funcname = list_make2(makeString(KZ_SCHEMA), makeString(pstrdup(func)));
+
+	stmt->trigname = pstrdup(name);
+	stmt->relation = makeRangeVar(get_namespace_name(get_rel_namespace(relid)),
+								  get_rel_name(relid), -1);
+	stmt->funcname = funcname;
+	stmt->row = row;
+	stmt->timing = timing;
+	stmt->events = events;
+	(void) CreateTriggerFiringOn(stmt, "kizunasync.sync_table()", relid, InvalidOid,
+								 InvalidOid, InvalidOid,
+								 LookupFuncName(funcname, 0, NULL, false), InvalidOid,
+								 NULL, false, false, fires_when);
+	CommandCounterIncrement();
+}
+
+/*
+ * Drop our triggers from a table, then (when create) attach them again.
+ * Done through the catalog rather than with SQL DDL: nothing is parsed or
+ * looked up by name in the table's schema, and no event trigger fires (an
+ * event trigger would run as the extension owner with the privileged
+ * search_path).  As the extension owner, which alone may EXECUTE the
+ * trigger functions; creating and dropping a trigger runs no application
+ * code.
+ */
 static void
 provision_triggers(Oid relid, bool create)
 {
-	char	   *qual = quote_qualified_identifier(get_namespace_name(get_rel_namespace(relid)),
-												  get_rel_name(relid));
 	KzUserSwitch sw;
 
 	kz_priv_begin(&sw);
-	if (OidIsValid(get_trigger_oid(relid, "kizunasync_capture", true)))
-		kz_spi_run(psprintf("DROP TRIGGER kizunasync_capture ON %s", qual),
-				   0, NULL, NULL, NULL, false, 0, SPI_OK_UTILITY);
-	if (OidIsValid(get_trigger_oid(relid, "kizunasync_no_truncate", true)))
-		kz_spi_run(psprintf("DROP TRIGGER kizunasync_no_truncate ON %s", qual),
-				   0, NULL, NULL, NULL, false, 0, SPI_OK_UTILITY);
+	provision_drop_trigger(relid, "kizunasync_capture");
+	provision_drop_trigger(relid, "kizunasync_no_truncate");
 	if (create)
 	{
 		/*
-		 * CREATE TRIGGER takes a lock that keeps writers out until we
-		 * commit, so the seed sees a still table.  The capture trigger fires
-		 * in replica mode too (logical replication applies are captured;
+		 * CreateTrigger takes a lock that keeps writers out until we commit,
+		 * so the seed sees a still table.  The capture trigger fires in
+		 * replica mode too (logical replication applies are captured;
 		 * capture.c decides which replica-mode writes count).
 		 */
-		kz_spi_run(psprintf("CREATE TRIGGER kizunasync_capture AFTER INSERT OR UPDATE OR DELETE ON %s"
-							" FOR EACH ROW EXECUTE FUNCTION kizunasync._capture()", qual),
-				   0, NULL, NULL, NULL, false, 0, SPI_OK_UTILITY);
-		kz_spi_run(psprintf("ALTER TABLE %s ENABLE ALWAYS TRIGGER kizunasync_capture", qual),
-				   0, NULL, NULL, NULL, false, 0, SPI_OK_UTILITY);
-		kz_spi_run(psprintf("CREATE TRIGGER kizunasync_no_truncate BEFORE TRUNCATE ON %s"
-							" FOR EACH STATEMENT EXECUTE FUNCTION kizunasync._refuse_truncate()", qual),
-				   0, NULL, NULL, NULL, false, 0, SPI_OK_UTILITY);
+		provision_create_trigger(relid, "kizunasync_capture", "_capture", true,
+								 TRIGGER_TYPE_AFTER,
+								 TRIGGER_TYPE_INSERT | TRIGGER_TYPE_UPDATE | TRIGGER_TYPE_DELETE,
+								 TRIGGER_FIRES_ALWAYS);
+		provision_create_trigger(relid, "kizunasync_no_truncate", "_refuse_truncate", false,
+								 TRIGGER_TYPE_BEFORE, TRIGGER_TYPE_TRUNCATE,
+								 TRIGGER_FIRES_ON_ORIGIN);
 	}
 	kz_priv_end(&sw);
 }
@@ -378,7 +421,10 @@ provision_current(Oid relid, const SyncArgs *a, char **name, bool *rekey)
 	else
 		nulls[2] = 'n';
 	found = kz_spi_priv("SELECT table_name,"
-						" key_columns IS DISTINCT FROM $2 OR bucket_column IS DISTINCT FROM $3"
+						" (key_columns OPERATOR(pg_catalog.=) $2) IS NOT TRUE"
+						" OR CASE WHEN bucket_column IS NULL THEN $3 IS NOT NULL"
+						"  WHEN $3 IS NULL THEN true"
+						"  ELSE bucket_column OPERATOR(pg_catalog.<>) $3 END"
 						" FROM kizunasync.synced_tables WHERE relid OPERATOR(pg_catalog.=) $1",
 						3, types, values, nulls, false, 1, SPI_OK_SELECT) > 0;
 	if (found)
@@ -450,8 +496,16 @@ provision_write_config(const SyncArgs *a, bool update)
  * Returns the number of existing rows recorded (0 when a re-provisioning
  * kept the key and bucket, so nothing needed recording again).
  */
+static Datum provision_sync_table_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_sync_table(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.sync_table()", provision_sync_table_body);
+}
+
+static Datum
+provision_sync_table_body(FunctionCallInfo fcinfo)
 {
 	KzCaller	caller;
 	SyncArgs	a;
@@ -497,8 +551,16 @@ kz_sync_table(PG_FUNCTION_ARGS)
 }
 
 /* kizunasync.unsync_table(tbl regclass) RETURNS void */
+static Datum provision_unsync_table_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_unsync_table(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.unsync_table()", provision_unsync_table_body);
+}
+
+static Datum
+provision_unsync_table_body(FunctionCallInfo fcinfo)
 {
 	KzCaller	caller;
 	Oid			relid;
@@ -525,8 +587,16 @@ kz_unsync_table(PG_FUNCTION_ARGS)
 }
 
 /* kizunasync.repair_table(tbl regclass) RETURNS bigint */
+static Datum provision_repair_table_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_repair_table(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.repair_table()", provision_repair_table_body);
+}
+
+static Datum
+provision_repair_table_body(FunctionCallInfo fcinfo)
 {
 	KzCaller	caller;
 	Oid			relid;
@@ -562,7 +632,7 @@ kz_on_sql_drop(PG_FUNCTION_ARGS)
 	SPITupleTable *tt;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
-		elog(ERROR, "kizunasync._on_sql_drop() was not called by the event trigger manager");
+		elog(ERROR, "function \"%s\" was not called by event trigger manager", "kizunasync._on_sql_drop");
 	nsp = get_namespace_oid(KZ_SCHEMA, true);
 	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("synced_tables", nsp)))
 		PG_RETURN_NULL();		/* the extension itself is being dropped */

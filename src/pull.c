@@ -44,7 +44,7 @@
 #include "utils/timestamp.h"
 #include "utils/uuid.h"
 
-#include "kizunasync.h"
+#include "errors.h"
 #include "capture.h"
 #include "cursor.h"
 #include "errors.h"
@@ -134,11 +134,7 @@ pull_parse_buckets(FunctionCallInfo fcinfo, KzPullRequest *req)
 	bj = PG_GETARG_JSONB_P(0);
 	btext = JsonbToCString(NULL, &bj->root, VARSIZE(bj));
 	if (kz_pull_request_parse(btext, strlen(btext), palloc, req, &rerr) != 0)
-		ereport(ERROR,
-				(errcode(MAKE_SQLSTATE(rerr.sqlstate[0], rerr.sqlstate[1], rerr.sqlstate[2],
-									   rerr.sqlstate[3], rerr.sqlstate[4])),
-				 errmsg("%s", rerr.message),
-				 rerr.detail[0] ? errdetail("%s", rerr.detail) : 0));
+		kz_raise_request_error(&rerr);
 }
 
 /*
@@ -536,11 +532,11 @@ pull_register(PullCall *pc, PullPage *pg)
 
 	if (!pull_read_only())
 	{
-		kz_registry_touch(PULL_FNAME, pc->sub, pc->client, pc->schema_version,
+		kz_registry_touch(pc->sub, pc->client, pc->schema_version,
 						  pg->cursor_out, bootstrap, pg->reaped_seq, NULL);
 		return;
 	}
-	if ((!kz_registry_read(PULL_FNAME, pc->sub, pc->client, &horizon) ||
+	if ((!kz_registry_read(pc->sub, pc->client, &horizon) ||
 		 horizon != pg->reaped_seq) && bootstrap)
 		pull_needs_primary("this pull must register the client's bootstrap, which a read-only transaction cannot",
 						   "A table of this pull registers clients, and a bootstrap (cursor \"0\") records "
@@ -717,8 +713,8 @@ pull_call(FunctionCallInfo fcinfo)
 	return page;
 }
 
-Datum
-kz_pull(PG_FUNCTION_ARGS)
+static Datum
+pull_entry(FunctionCallInfo fcinfo)
 {
 	ErrorContextCallback cb;
 	Jsonb	   *page;
@@ -727,4 +723,10 @@ kz_pull(PG_FUNCTION_ARGS)
 	page = pull_call(fcinfo);
 	kz_errcontext_pop(&cb);
 	PG_RETURN_JSONB_P(page);
+}
+
+Datum
+kz_pull(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, PULL_FNAME, pull_entry);
 }

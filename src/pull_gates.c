@@ -17,7 +17,7 @@
 #include "utils/lsyscache.h"
 #include "utils/numeric.h"
 
-#include "kizunasync.h"
+#include "errors.h"
 #include "jsonbutil.h"
 #include "pull_gates.h"
 #include "spi.h"
@@ -134,7 +134,7 @@ kz_pull_check_scopes(const KzPullRequest *req, const KzPullTables *pt, Oid role)
 		if (!named)
 			ereport(ERROR,
 					(errcode(ERRCODE_KZ_PULL_BUCKET_REQUIRED),
-					 errmsg("table \"%s\" is bucketed on \"%s\": the pull bucket must name that column",
+					 errmsg("pull of table \"%s\" does not name its bucket column \"%s\"",
 							c->table_name, c->bucket_column),
 					 errdetail("Bucket entry %d does not name it in params.", i)));
 	}
@@ -162,8 +162,8 @@ kz_pull_check_scopes(const KzPullRequest *req, const KzPullTables *pt, Oid role)
 			if (col == NULL || !col->can_select)
 				ereport(ERROR,
 						(errcode(ERRCODE_KZ_PULL_COLUMN_POLICY),
-						 errmsg("table \"%s\": column \"%s\" is not readable by role \"%s\"",
-								c->table_name, need[j], GetUserNameFromId(role, false)),
+						 errmsg("column \"%s\" of table \"%s\" is not readable by role \"%s\"",
+								need[j], c->table_name, GetUserNameFromId(role, false)),
 						 errhint("Grant SELECT on the key and bucket columns to the role that pulls.")));
 		}
 	}

@@ -314,8 +314,10 @@ kz_stream_next(KzPullStream *s, KzCandidate *batch, int need)
 		vals[base + 1] = Int64GetDatum(s->window_hi);
 		vals[base + 2] = Int64GetDatum((int64) m);
 		got = kz_spi_priv(stream_select(src, base == 4
-										? " AND seq > $5 AND seq <= $6 ORDER BY seq LIMIT $7"
-										: " AND seq > $3 AND seq <= $4 ORDER BY seq LIMIT $5"),
+										? " AND seq OPERATOR(pg_catalog.>) $5 AND seq OPERATOR(pg_catalog.<=) $6"
+										" ORDER BY seq LIMIT $7"
+										: " AND seq OPERATOR(pg_catalog.>) $3 AND seq OPERATOR(pg_catalog.<=) $4"
+										" ORDER BY seq LIMIT $5"),
 						  base + 3, types, vals, NULL, true, 0, SPI_OK_SELECT);
 		stream_collect(got, src, merged, &nmerged);
 		/* a short source has nothing past its last row; -1: a full one */

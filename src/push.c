@@ -29,7 +29,7 @@
 #include "utils/resowner.h"
 #include "utils/uuid.h"
 
-#include "kizunasync.h"
+#include "errors.h"
 #include "capture_queue.h"
 #include "identity.h"
 #include "journal.h"
@@ -64,16 +64,6 @@ typedef struct PushBatch
 } PushBatch;
 
 /* ------------------------------------------------------------ guards */
-
-static void
-push_raise_request_error(const KzReqError *err)
-{
-	ereport(ERROR,
-			(errcode(MAKE_SQLSTATE(err->sqlstate[0], err->sqlstate[1], err->sqlstate[2],
-								   err->sqlstate[3], err->sqlstate[4])),
-			 errmsg("%s", err->message),
-			 err->detail[0] ? errdetail("%s", err->detail) : 0));
-}
 
 static void *
 push_palloc(void *arg, size_t size)
@@ -162,7 +152,8 @@ push_check_shapes(PushBatch *b, Jsonb *batch)
 				b->replay_only[i] = true;
 				continue;
 			}
-			push_shape_error(i + 1, psprintf("table \"%s\" is not synced", m->table),
+			push_shape_error(i + 1, psprintf("table %s is not synced",
+											 kz_quote_for_message(m->table, strlen(m->table), false)),
 							 "Only tables provisioned with kizunasync.sync_table() take pushes.");
 		}
 		ctx->keyvals = palloc0(sizeof(Datum) * ctx->tab->conf->nkeys);
@@ -304,15 +295,7 @@ push_run_atomic(PushBatch *b)
 	PG_CATCH();
 	{
 		/* an error of the call: leave no subtransaction open behind it */
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
-		ReThrowError(edata);
+		ReThrowError(kz_subxact_catch(cxt, owner));
 	}
 	PG_END_TRY();
 	if (offender >= 0)
@@ -356,7 +339,7 @@ push_register_client(PushBatch *b, pg_uuid_t *client, int32 schema_version,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("registering a client requires a JWT \"sub\" claim"),
 				 errdetail("A table of this push registers clients, and the caller has no user id.")));
-	kz_registry_touch(PUSH_FNAME, b->sub, client, schema_version, NULL, false, 0, last_accepted);
+	kz_registry_touch(b->sub, client, schema_version, NULL, false, 0, last_accepted);
 }
 
 static Jsonb *
@@ -398,7 +381,7 @@ push_call(FunctionCallInfo fcinfo)
 	if (!kz_push_parse(text, strlen(text), push_palloc, NULL, &b->req, &err))
 	{
 		kz_push_release(&b->req);
-		push_raise_request_error(&err);
+		kz_raise_request_error(&err);
 	}
 
 	kz_spi_connect();
@@ -418,7 +401,7 @@ push_call(FunctionCallInfo fcinfo)
 				 errmsg("batch of %d mutations exceeds max_batch_size %d",
 						b->req.nmutations, b->settings.max_batch_size)));
 	if (!kz_push_validate(&b->req, push_palloc, NULL, &err))
-		push_raise_request_error(&err);
+		kz_raise_request_error(&err);
 
 	b->ctxs = palloc0(sizeof(KzMutationCtx) * (b->req.nmutations + 1));
 	b->verdicts = palloc0(sizeof(KzVerdict) * (b->req.nmutations + 1));
@@ -454,8 +437,8 @@ push_call(FunctionCallInfo fcinfo)
 	return result;
 }
 
-Datum
-kz_push(PG_FUNCTION_ARGS)
+static Datum
+push_entry(FunctionCallInfo fcinfo)
 {
 	ErrorContextCallback cb;
 	Jsonb	   *result;
@@ -464,4 +447,10 @@ kz_push(PG_FUNCTION_ARGS)
 	result = push_call(fcinfo);
 	kz_errcontext_pop(&cb);
 	PG_RETURN_JSONB_P(result);
+}
+
+Datum
+kz_push(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, PUSH_FNAME, push_entry);
 }

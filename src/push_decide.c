@@ -19,6 +19,7 @@
 #include "utils/resowner.h"
 
 #include "capture_queue.h"
+#include "errors.h"
 #include "grants.h"
 #include "journal.h"
 #include "jsonbutil.h"
@@ -298,7 +299,7 @@ decide_log_rejection(const KzMutationCtx *ctx, const char *reason, const char *w
 	if (!log_rejections)
 		return;
 	ereport(LOG,
-			(errmsg("kizunasync.push() rejected mutation %s of table \"%s\" as %s",
+			(errmsg("rejected mutation %s of table \"%s\" as %s",
 					ctx->req->mutation_id, ctx->tab->conf->table_name, reason),
 			 errdetail_internal("%s", why)));
 }
@@ -320,14 +321,8 @@ decide_run_unit(DecideUnit *u, KzVerdict *v)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
+		ErrorData  *edata = kz_subxact_catch(cxt, owner);
 
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = owner;
 		reason = decide_classify_error(edata->sqlerrcode);
 		if (reason == NULL)
 			ReThrowError(edata);	/* an error of the call, never a verdict */

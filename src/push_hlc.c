@@ -12,7 +12,7 @@
 #include "utils/datetime.h"
 #include "utils/timestamp.h"
 
-#include "kizunasync.h"
+#include "errors.h"
 #include "hlc.h"
 #include "journal.h"
 #include "jsonbutil.h"

@@ -129,8 +129,10 @@ kz_push_precondition_holds(KzTableDesc *t, const KzMutationReq *m, Jsonb *row,
 		return false;
 	values[0] = JsonbPGetDatum(row);
 	values[1] = JsonbPGetDatum(precondition);
-	kz_spi_run(psprintf("SELECT pg_catalog.bool_and(($1 OPERATOR(pg_catalog.->) e.key)"
-						" IS NOT DISTINCT FROM (pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->) e.key))"
+	kz_spi_run(psprintf("SELECT pg_catalog.bool_and(COALESCE(($1 OPERATOR(pg_catalog.->) e.key)"
+						" OPERATOR(pg_catalog.=) (pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->) e.key),"
+						" ($1 OPERATOR(pg_catalog.->) e.key) IS NULL"
+						" AND (pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->) e.key) IS NULL))"
 						" FROM pg_catalog.jsonb_populate_record(NULL::%s, $2) r,"
 						" pg_catalog.jsonb_each($2) e", t->qualname),
 			   2, types, values, NULL, true, 1, SPI_OK_SELECT);
@@ -163,8 +165,9 @@ kz_push_insert_keys_agree(KzTableDesc *t, const KzMutationReq *m, Datum *keyvals
 				break;
 		if (j == m->ncolumns)
 			continue;
-		appendStringInfo(&cond, "%s(r.%s IS NOT DISTINCT FROM $%d)", cond.len ? " AND " : "",
-						 quote_identifier(t->conf->key_columns[i]), i + 2);
+		/* the parameter is never null: equal and not null */
+		appendStringInfo(&cond, "%sCOALESCE(r.%s OPERATOR(pg_catalog.=) $%d, false)",
+						 cond.len ? " AND " : "", quote_identifier(t->conf->key_columns[i]), i + 2);
 	}
 	if (cond.len == 0)
 		return true;
@@ -269,8 +272,8 @@ kz_push_delete(KzTableDesc *t, const KzMutationReq *m, Datum *keyvals, Jsonb *pr
 	{
 		const char *q = quote_identifier(m->precond_columns[i]);
 
-		appendStringInfo(&sql, " AND pg_catalog.to_jsonb(t.%s) IS NOT DISTINCT FROM pg_catalog.to_jsonb(r.%s)",
-						 q, q);
+		appendStringInfo(&sql, " AND COALESCE(pg_catalog.to_jsonb(t.%s) OPERATOR(pg_catalog.=) pg_catalog.to_jsonb(r.%s),"
+						 " t.%s IS NULL AND r.%s IS NULL)", q, q, q, q);
 	}
 	return kz_spi_run(sql.data, nk + 1, types, values, NULL, false, 0, SPI_OK_DELETE);
 }

@@ -15,21 +15,20 @@
 #include "registry.h"
 #include "spi.h"
 
-static void registry_other_user(const char *fname, const pg_uuid_t *client) pg_attribute_noreturn();
+static void registry_other_user(const pg_uuid_t *client) pg_attribute_noreturn();
 
 static void
-registry_other_user(const char *fname, const pg_uuid_t *client)
+registry_other_user(const pg_uuid_t *client)
 {
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-			 errmsg("%s: client %s is registered to another user", fname,
+			 errmsg("client %s is registered to another user",
 					DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(client))))));
 }
 
 void
-kz_registry_touch(const char *fname, const char *sub, const pg_uuid_t *client,
-				  int32 schema_version, const text *cursor,
-				  bool bootstrap_began, int64 reaped_seq,
+kz_registry_touch(const char *sub, const pg_uuid_t *client, int32 schema_version,
+				  const text *cursor, bool bootstrap_began, int64 reaped_seq,
 				  const char *last_mutation_id)
 {
 	Oid			types[6] = {UUIDOID, TEXTOID, TEXTOID, UUIDOID, INT4OID, INT8OID};
@@ -68,16 +67,17 @@ kz_registry_touch(const char *fname, const char *sub, const pg_uuid_t *client,
 					"  schema_version = EXCLUDED.schema_version, last_seen = EXCLUDED.last_seen"
 					" WHERE c.user_id OPERATOR(pg_catalog.=) EXCLUDED.user_id",
 					6, types, args, nulls, false, 0, SPI_OK_INSERT) == 0)
-		registry_other_user(fname, client);
+		registry_other_user(client);
 
 	/* keep the newest registrations of the user */
 	kz_spi_priv("DELETE FROM kizunasync.clients"
 				" WHERE user_id OPERATOR(pg_catalog.=) $2"
 				" AND client_id OPERATOR(pg_catalog.<>) $1"
-				" AND client_id NOT IN (SELECT x.client_id FROM kizunasync.clients x"
+				" AND client_id OPERATOR(pg_catalog.<>) ALL (SELECT x.client_id FROM kizunasync.clients x"
 				"   WHERE x.user_id OPERATOR(pg_catalog.=) $2"
 				"   AND x.client_id OPERATOR(pg_catalog.<>) $1"
-				"   ORDER BY x.last_seen DESC, x.client_id LIMIT " CppAsString2(KZ_REGISTRY_PER_USER) " - 1)",
+				"   ORDER BY x.last_seen DESC, x.client_id"
+				"   LIMIT " CppAsString2(KZ_REGISTRY_PER_USER) " OPERATOR(pg_catalog.-) 1)",
 				2, types, args, nulls, false, 0, SPI_OK_DELETE);
 }
 
@@ -107,7 +107,7 @@ kz_registry_bootstrap_horizon(const char *sub, const pg_uuid_t *client, int64 *h
 }
 
 bool
-kz_registry_read(const char *fname, const char *sub, const pg_uuid_t *client, int64 *horizon)
+kz_registry_read(const char *sub, const pg_uuid_t *client, int64 *horizon)
 {
 	Oid			types[1] = {UUIDOID};
 	Datum		args[1];
@@ -125,7 +125,7 @@ kz_registry_read(const char *fname, const char *sub, const pg_uuid_t *client, in
 		Datum		d = SPI_getbinval(tup, desc, 2, &isnull);
 
 		if (strcmp(owner, sub) != 0)
-			registry_other_user(fname, client);
+			registry_other_user(client);
 		if (!isnull)
 		{
 			*horizon = DatumGetInt64(d);

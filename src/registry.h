@@ -22,12 +22,11 @@
  * just handed out by a pull; when that pull began a bootstrap (it was from
  * cursor 0), bootstrap_began is true and reaped_seq the reap horizon it
  * saw.  last_mutation_id, when not NULL, is the last mutation the push
- * accepted.  fname names the calling entry point in messages.  A client
- * registered to another user is 42501.
+ * accepted.  A client registered to another user is 42501 (the calling
+ * entry point names itself in the error's context).
  */
-extern void kz_registry_touch(const char *fname, const char *sub, const pg_uuid_t *client,
-							  int32 schema_version, const text *cursor,
-							  bool bootstrap_began, int64 reaped_seq,
+extern void kz_registry_touch(const char *sub, const pg_uuid_t *client, int32 schema_version,
+							  const text *cursor, bool bootstrap_began, int64 reaped_seq,
 							  const char *last_mutation_id);
 
 /*
@@ -43,7 +42,6 @@ extern bool kz_registry_bootstrap_horizon(const char *sub, const pg_uuid_t *clie
  * and *horizon when the registry knows when client's latest bootstrap
  * began.
  */
-extern bool kz_registry_read(const char *fname, const char *sub, const pg_uuid_t *client,
-							 int64 *horizon);
+extern bool kz_registry_read(const char *sub, const pg_uuid_t *client, int64 *horizon);
 
 #endif							/* KZ_REGISTRY_H */

@@ -10,57 +10,12 @@
  *
  *-------------------------------------------------------------------------
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <jansson.h>
 
 #include "request_pull.h"
-
-#define SQLSTATE_INVALID_PARAMETER	"22023"
-#define SQLSTATE_INVALID_TEXT		"22P02"
-#define SQLSTATE_OUT_OF_MEMORY		"53200"
-#define SQLSTATE_NUMERIC_RANGE		"22003"
-
-#if defined(__GNUC__) || defined(__clang__)
-#define KZ_PRINTF_ATTR(f, a) __attribute__((format(printf, f, a)))
-#else
-#define KZ_PRINTF_ATTR(f, a)
-#endif
-
-static int	set_error(KzReqError *err, const char *sqlstate, const char *detail,
-					  const char *fmt,...) KZ_PRINTF_ATTR(4, 5);
-
-static int
-set_error(KzReqError *err, const char *sqlstate, const char *detail,
-		  const char *fmt,...)
-{
-	va_list		ap;
-
-	memcpy(err->sqlstate, sqlstate, 5);
-	err->sqlstate[5] = '\0';
-	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
-	va_end(ap);
-	snprintf(err->detail, sizeof(err->detail), "%s", detail ? detail : "");
-	return -1;
-}
-
-/*
- * Copy at most maxbytes of a UTF-8 string for use in a message, cutting at
- * a character boundary (jansson has already checked the encoding).
- */
-static void
-clip_utf8(char *dst, size_t dstsize, const char *src, size_t srclen)
-{
-	size_t		n = srclen < dstsize - 1 ? srclen : dstsize - 1;
-
-	while (n > 0 && n < srclen && ((unsigned char) src[n] & 0xC0) == 0x80)
-		n--;
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
 
 /*
  * Depth of the deepest array/object nesting in a JSON text, scanning no
@@ -127,33 +82,33 @@ parse_params(json_t *params, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 	int			i = 0;
 
 	if (n > KZ_PULL_MAX_PARAMS)
-		return set_error(err, SQLSTATE_INVALID_PARAMETER,
-						 "A bucket entry narrows its table by at most 16 column values.",
-						 "buckets[%d] has %zu params, the limit is %d",
-						 idx, n, KZ_PULL_MAX_PARAMS);
+		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
+							"A bucket entry narrows its table by at most 16 column values.",
+							"buckets[%d] has %zu params, the limit is %d",
+							idx, n, KZ_PULL_MAX_PARAMS);
 	b->nparams = 0;
 	b->params = NULL;
 	if (n == 0)
 		return 0;
 	b->params = alloc_fn(n * sizeof(KzPullParam));
 	if (b->params == NULL)
-		return set_error(err, SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
+		return kz_req_error(err, KZ_SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
 
 	json_object_foreach(params, key, val)
 	{
 		KzPullParam *p = &b->params[i];
 		size_t		keylen = strlen(key);
-		char		shown[KZ_PULL_MAX_NAME + 1];
+		char		shown[KZ_QUOTE_SIZE];
 
-		clip_utf8(shown, sizeof(shown), key, keylen);
+		kz_quote(shown, key, keylen, false);
 		if (keylen == 0 || keylen > KZ_PULL_MAX_NAME)
-			return set_error(err, SQLSTATE_INVALID_PARAMETER,
-							 "A param name is a column name of 1 to 63 bytes.",
-							 "buckets[%d]: invalid param name \"%s\"",
-							 idx, shown);
+			return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
+								"A param name is a column name of 1 to 63 bytes.",
+								"buckets[%d]: invalid param name %s",
+								idx, shown);
 		p->name = copy_string(alloc_fn, key, keylen);
 		if (p->name == NULL)
-			return set_error(err, SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
+			return kz_req_error(err, KZ_SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
 
 		switch (json_typeof(val))
 		{
@@ -167,7 +122,7 @@ parse_params(json_t *params, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 				p->text = copy_string(alloc_fn, json_is_true(val) ? "true" : "false",
 									  json_is_true(val) ? 4 : 5);
 				if (p->text == NULL)
-					return set_error(err, SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
+					return kz_req_error(err, KZ_SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
 				break;
 			case JSON_INTEGER:
 				{
@@ -179,7 +134,7 @@ parse_params(json_t *params, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 					p->kind = KZ_PARAM_INTEGER;
 					p->text = copy_string(alloc_fn, buf, (size_t) blen);
 					if (p->text == NULL)
-						return set_error(err, SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
+						return kz_req_error(err, KZ_SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
 					break;
 				}
 			case JSON_STRING:
@@ -187,21 +142,21 @@ parse_params(json_t *params, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 					size_t		vlen = json_string_length(val);
 
 					if (vlen > KZ_PULL_MAX_VALUE)
-						return set_error(err, SQLSTATE_INVALID_PARAMETER,
-										 "A string param value is at most 1024 bytes.",
-										 "buckets[%d]: the value of param \"%s\" is too long",
-										 idx, shown);
+						return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
+											"A string param value is at most 1024 bytes.",
+											"buckets[%d]: the value of param %s is too long",
+											idx, shown);
 					p->kind = KZ_PARAM_STRING;
 					p->text = copy_string(alloc_fn, json_string_value(val), vlen);
 					if (p->text == NULL)
-						return set_error(err, SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
+						return kz_req_error(err, KZ_SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
 					break;
 				}
 			default:
-				return set_error(err, SQLSTATE_INVALID_PARAMETER,
-								 "A param value is a string, an integer, true, false or null.",
-								 "buckets[%d]: param \"%s\" has an unsupported value type",
-								 idx, shown);
+				return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
+									"A param value is a string, an integer, true, false or null.",
+									"buckets[%d]: param %s has an unsupported value type",
+									idx, shown);
 		}
 		b->nparams = ++i;
 	}
@@ -220,9 +175,9 @@ parse_entry(json_t *entry, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 	size_t		tlen;
 
 	if (!json_is_object(entry))
-		return set_error(err, SQLSTATE_INVALID_PARAMETER,
-						 "A bucket entry is {\"table\": <name>, \"params\": {<column>: <value>, ...}}.",
-						 "buckets[%d] must be a JSON object", idx);
+		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
+							"A bucket entry is {\"table\": <name>, \"params\": {<column>: <value>, ...}}.",
+							"buckets[%d] must be a JSON object", idx);
 
 	json_object_foreach(entry, key, val)
 	{
@@ -232,37 +187,37 @@ parse_entry(json_t *entry, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 			params = val;
 		else
 		{
-			char		shown[KZ_PULL_MAX_NAME + 1];
+			char		shown[KZ_QUOTE_SIZE];
 
-			clip_utf8(shown, sizeof(shown), key, strlen(key));
-			return set_error(err, SQLSTATE_INVALID_PARAMETER,
-							 "A bucket entry has the keys \"table\" and \"params\" only.",
-							 "buckets[%d] has an unknown key \"%s\"",
-							 idx, shown);
+			kz_quote(shown, key, strlen(key), false);
+			return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
+								"A bucket entry has the keys \"table\" and \"params\" only.",
+								"buckets[%d] has an unknown key %s",
+								idx, shown);
 		}
 	}
 
 	if (table == NULL || !json_is_string(table))
-		return set_error(err, SQLSTATE_INVALID_PARAMETER,
-						 "A bucket entry names its table as a JSON string.",
-						 "buckets[%d] must name a table", idx);
+		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
+							"A bucket entry names its table as a JSON string.",
+							"buckets[%d] must name a table", idx);
 	tlen = json_string_length(table);
 	if (tlen == 0 || tlen > KZ_PULL_MAX_NAME)
-		return set_error(err, SQLSTATE_INVALID_PARAMETER,
-						 "A table name is 1 to 63 bytes.",
-						 "buckets[%d]: invalid table name", idx);
+		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
+							"A table name is 1 to 63 bytes.",
+							"buckets[%d]: invalid table name", idx);
 	b->table = copy_string(alloc_fn, json_string_value(table), tlen);
 	if (b->table == NULL)
-		return set_error(err, SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
+		return kz_req_error(err, KZ_SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
 
 	b->nparams = 0;
 	b->params = NULL;
 	if (params == NULL)
 		return 0;				/* a missing params object means {} */
 	if (!json_is_object(params))
-		return set_error(err, SQLSTATE_INVALID_PARAMETER,
-						 "params is a JSON object mapping column names to values.",
-						 "buckets[%d]: params must be a JSON object", idx);
+		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
+							"params is a JSON object mapping column names to values.",
+							"buckets[%d]: params must be a JSON object", idx);
 	return parse_params(params, idx, alloc_fn, b, err);
 }
 
@@ -275,7 +230,7 @@ kz_pull_request_parse(const char *text, size_t len, KzAllocFn alloc_fn,
 	size_t		n;
 	size_t		i;
 	int			rc = 0;
-	char		detail[200];
+	char		detail[sizeof(err->detail)];
 
 	out->nbuckets = 0;
 	out->buckets = NULL;
@@ -285,41 +240,44 @@ kz_pull_request_parse(const char *text, size_t len, KzAllocFn alloc_fn,
 		snprintf(detail, sizeof(detail),
 				 "The buckets argument is %zu bytes of JSON; the limit is %d.",
 				 len, KZ_PULL_MAX_TEXT);
-		return set_error(err, SQLSTATE_INVALID_PARAMETER, detail,
-						 "buckets is too large");
+		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER, detail,
+							"buckets is too large");
 	}
 	if (json_text_depth(text, len, KZ_PULL_MAX_DEPTH) > KZ_PULL_MAX_DEPTH)
-		return set_error(err, SQLSTATE_INVALID_PARAMETER,
-						 "buckets is an array of {\"table\": ..., \"params\": {...}} with scalar param values.",
-						 "buckets is nested too deeply");
+		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
+							"buckets is an array of {\"table\": ..., \"params\": {...}} with scalar param values.",
+							"buckets is nested too deeply");
 
 	root = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL && json_error_code(&jerr) == json_error_numeric_overflow)
-		return set_error(err, SQLSTATE_NUMERIC_RANGE,
-						 "An integer param value lies between -9223372036854775808 and 9223372036854775807.",
-						 "a number in buckets is out of range");
+		return kz_req_error(err, KZ_SQLSTATE_NUMERIC_RANGE,
+							"An integer param value lies between -9223372036854775808 and 9223372036854775807.",
+							"a number in buckets is out of range");
 	if (root == NULL)
 	{
-		snprintf(detail, sizeof(detail), "%s (at character %d)", jerr.text, jerr.position);
-		return set_error(err, SQLSTATE_INVALID_TEXT, detail,
-						 "buckets is not valid JSON");
+		char		q[KZ_QUOTE_SIZE];
+
+		snprintf(detail, sizeof(detail), "The JSON parser stopped at character %d: %s.",
+				 jerr.position, kz_quote(q, jerr.text, strlen(jerr.text), false));
+		return kz_req_error(err, KZ_SQLSTATE_INVALID_TEXT, detail,
+							"buckets is not valid JSON");
 	}
 
 	if (!json_is_array(root))
 	{
 		json_decref(root);
-		return set_error(err, SQLSTATE_INVALID_PARAMETER,
-						 "buckets is an array of {\"table\": ..., \"params\": {...}}.",
-						 "buckets must be a JSON array");
+		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
+							"buckets is an array of {\"table\": ..., \"params\": {...}}.",
+							"buckets must be a JSON array");
 	}
 	n = json_array_size(root);
 	if (n > KZ_PULL_MAX_BUCKETS)
 	{
 		json_decref(root);
 		snprintf(detail, sizeof(detail), "The request names %zu.", n);
-		return set_error(err, SQLSTATE_INVALID_PARAMETER, detail,
-						 "a pull names at most %d bucket entries",
-						 KZ_PULL_MAX_BUCKETS);
+		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER, detail,
+							"a pull names at most %d bucket entries",
+							KZ_PULL_MAX_BUCKETS);
 	}
 	if (n > 0)
 	{
@@ -327,7 +285,7 @@ kz_pull_request_parse(const char *text, size_t len, KzAllocFn alloc_fn,
 		if (out->buckets == NULL)
 		{
 			json_decref(root);
-			return set_error(err, SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
+			return kz_req_error(err, KZ_SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
 		}
 	}
 	for (i = 0; i < n && rc == 0; i++)

@@ -24,6 +24,8 @@
 
 #include <stddef.h>
 
+#include "request_error.h"
+
 #define KZ_PULL_MAX_TEXT		262144
 #define KZ_PULL_MAX_DEPTH		3
 #define KZ_PULL_MAX_BUCKETS		64
@@ -58,14 +60,6 @@ typedef struct KzPullRequest
 	int			nbuckets;
 	KzPullBucket *buckets;
 } KzPullRequest;
-
-/* An error to raise: SQLSTATE, message and (possibly empty) detail. */
-typedef struct KzReqError
-{
-	char		sqlstate[6];
-	char		message[256];
-	char		detail[256];
-} KzReqError;
 
 /* Allocator used for the output structs (palloc in the backend, malloc in the fuzzer). */
 typedef void *(*KzAllocFn) (size_t size);

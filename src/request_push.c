@@ -17,46 +17,22 @@
 
 #include "request_push.h"
 
-#define SQLSTATE_INVALID_PARAMETER "22023"
-#define SQLSTATE_PROGRAM_LIMIT "54000"
-#define SQLSTATE_NUMERIC_RANGE "22003"
-
-#if defined(__GNUC__) || defined(__clang__)
-#define KZ_PRINTF(f, a) __attribute__((format(printf, f, a)))
-#else
-#define KZ_PRINTF(f, a)
-#endif
-
-static void set_error(KzReqError *err, const char *sqlstate, const char *detail,
-					  const char *fmt,...) KZ_PRINTF(4, 5);
 static bool mutation_error(KzReqError *err, int n, const char *sqlstate, const char *detail,
-						   const char *fmt,...) KZ_PRINTF(5, 6);
-
-static void
-set_error(KzReqError *err, const char *sqlstate, const char *detail, const char *fmt,...)
-{
-	va_list		ap;
-
-	memcpy(err->sqlstate, sqlstate, 6);
-	va_start(ap, fmt);
-	vsnprintf(err->message, sizeof(err->message), fmt, ap);
-	va_end(ap);
-	snprintf(err->detail, sizeof(err->detail), "%s", detail ? detail : "");
-}
+						   const char *fmt,...) KZ_PRINTF_ATTR(5, 6);
 
 /* Shape error of mutation n (1-based). */
 static bool
 mutation_error(KzReqError *err, int n, const char *sqlstate, const char *detail,
 			   const char *fmt,...)
 {
-	char		problem[200];
+	char		problem[sizeof(err->message) - 64];
 	va_list		ap;
 
 	va_start(ap, fmt);
 	vsnprintf(problem, sizeof(problem), fmt, ap);
 	va_end(ap);
-	set_error(err, sqlstate, detail,
-			  "mutation %d of the batch is malformed: %s", n, problem);
+	kz_req_error(err, sqlstate, detail,
+				 "mutation %d of the batch is malformed: %s", n, problem);
 	return false;
 }
 
@@ -267,8 +243,8 @@ kz_push_parse(const char *text, size_t len, KzAllocFn alloc, void *alloc_arg,
 	memset(req, 0, sizeof(*req));
 	if (len > KZ_PUSH_MAX_BODY_BYTES)
 	{
-		set_error(err, SQLSTATE_PROGRAM_LIMIT, "The limit is 16777216 bytes of batch text.",
-				  "batch is larger than the request size limit");
+		kz_req_error(err, KZ_SQLSTATE_PROGRAM_LIMIT, "The limit is 16777216 bytes of batch text.",
+					 "batch is larger than the request size limit");
 		return false;
 	}
 	/*
@@ -282,38 +258,45 @@ kz_push_parse(const char *text, size_t len, KzAllocFn alloc, void *alloc_arg,
 					  &jerr);
 	if (root == NULL && json_error_code(&jerr) == json_error_numeric_overflow)
 	{
-		set_error(err, SQLSTATE_NUMERIC_RANGE,
-				  "JSON numbers must lie within the range of a double (about 1.7e308); send larger values as strings.",
-				  "a number in batch is out of range");
+		kz_req_error(err, KZ_SQLSTATE_NUMERIC_RANGE,
+					 "JSON numbers must lie within the range of a double (about 1.7e308); send larger values as strings.",
+					 "a number in batch is out of range");
 		return false;
 	}
 	if (root == NULL && json_error_code(&jerr) == json_error_stack_overflow)
 	{
-		set_error(err, SQLSTATE_PROGRAM_LIMIT,
-				  "A column value may nest at most 32 levels.",
-				  "batch is nested too deeply");
+		kz_req_error(err, KZ_SQLSTATE_PROGRAM_LIMIT,
+					 "A column value may nest at most 32 levels.",
+					 "batch is nested too deeply");
 		return false;
 	}
 	if (root == NULL)
 	{
-		set_error(err, SQLSTATE_INVALID_PARAMETER, jerr.text,
-				  "batch is not valid JSON");
+		char		detail[sizeof(err->detail)];
+		char		q[KZ_QUOTE_SIZE];
+
+		snprintf(detail, sizeof(detail), "The JSON parser stopped at character %d: %s.",
+				 jerr.position, kz_quote(q, jerr.text, strlen(jerr.text), false));
+		kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER, detail,
+					 "batch is not valid JSON");
 		return false;
 	}
 	req->root = root;
 	if (!json_is_object(root))
 	{
-		set_error(err, SQLSTATE_INVALID_PARAMETER, NULL,
-				  "batch is not a JSON object");
+		kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
+					 "batch is not a JSON object");
 		return false;
 	}
 	json_object_foreach(root, key, v)
 	{
 		if (strcmp(key, "atomic") != 0 && strcmp(key, "mutations") != 0)
 		{
-			set_error(err, SQLSTATE_INVALID_PARAMETER,
-					  "A batch has only the keys \"atomic\" and \"mutations\".",
-					  "batch has an unknown key \"%.63s\"", key);
+			char		q[KZ_QUOTE_SIZE];
+
+			kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
+						 "A batch has only the keys \"atomic\" and \"mutations\".",
+						 "batch has an unknown key %s", kz_quote(q, key, strlen(key), false));
 			return false;
 		}
 	}
@@ -324,8 +307,8 @@ kz_push_parse(const char *text, size_t len, KzAllocFn alloc, void *alloc_arg,
 		req->atomic = json_is_true(v);
 	else
 	{
-		set_error(err, SQLSTATE_INVALID_PARAMETER, NULL,
-				  "batch \"atomic\" is not a boolean");
+		kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
+					 "batch \"atomic\" is not a boolean");
 		return false;
 	}
 	muts = json_object_get(root, "mutations");
@@ -333,8 +316,8 @@ kz_push_parse(const char *text, size_t len, KzAllocFn alloc, void *alloc_arg,
 		return true;
 	if (!json_is_array(muts))
 	{
-		set_error(err, SQLSTATE_INVALID_PARAMETER, NULL,
-				  "batch \"mutations\" is not an array");
+		kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
+					 "batch \"mutations\" is not an array");
 		return false;
 	}
 	req->nmutations = (int) json_array_size(muts);
@@ -366,7 +349,7 @@ validate_transforms(KzMutationReq *m, json_t *tf, int n, KzAllocFn alloc, void *
 	json_t	   *t;
 
 	if (json_object_size(tf) > KZ_PUSH_MAX_TRANSFORMS)
-		return mutation_error(err, n, SQLSTATE_PROGRAM_LIMIT, NULL,
+		return mutation_error(err, n, KZ_SQLSTATE_PROGRAM_LIMIT, NULL,
 							  "transforms has more than 1600 entries");
 	m->transforms = alloc(alloc_arg, sizeof(KzTransformReq) * (json_object_size(tf) + 1));
 	json_object_foreach(tf, col, t)
@@ -377,19 +360,21 @@ validate_transforms(KzMutationReq *m, json_t *tf, int n, KzAllocFn alloc, void *
 		const char *k;
 		json_t	   *e;
 		int			c;
+		char		qcol[KZ_QUOTE_SIZE];
 
 		if (strlen(col) == 0 || strlen(col) > KZ_PUSH_MAX_NAME_BYTES)
-			return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL,
+			return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
 								  "transforms names a column that is not a valid name");
+		kz_quote(qcol, col, strlen(col), false);
 		for (c = 0; c < m->ncolumns; c++)
 			if (strcmp(m->columns[c], col) == 0)
-				return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER,
+				return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER,
 									  "A column is either assigned or transformed, not both.",
-									  "column \"%s\" is in both columns and transforms", col);
+									  "column %s is in both columns and transforms", qcol);
 		x->column = col;
 		if (!json_is_object(t))
-			return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL,
-								  "transform on \"%s\" is not an object", col);
+			return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
+								  "transform on %s is not an object", qcol);
 		op = json_object_get(t, "op");
 		opname = json_is_string(op) ? json_string_value(op) : "";
 		if (strcmp(opname, "increment") == 0)
@@ -399,17 +384,21 @@ validate_transforms(KzMutationReq *m, json_t *tf, int n, KzAllocFn alloc, void *
 		else if (strcmp(opname, "arrayRemove") == 0)
 			x->op = KZ_TF_ARRAY_REMOVE;
 		else
-			return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL,
-								  "transform on \"%s\" is not increment, arrayUnion, or arrayRemove",
-								  col);
+			return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
+								  "transform on %s is not increment, arrayUnion, or arrayRemove",
+								  qcol);
 		json_object_foreach(t, k, e)
 		{
 			const char *want = x->op == KZ_TF_INCREMENT ? "by" : "values";
 
 			if (strcmp(k, "op") != 0 && strcmp(k, want) != 0)
-				return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL,
-									  "%s on \"%s\" has an unknown key \"%.63s\"",
-									  opname, col, k);
+			{
+				char		q[KZ_QUOTE_SIZE];
+
+				return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
+									  "%s on %s has an unknown key %s",
+									  opname, qcol, kz_quote(q, k, strlen(k), false));
+			}
 		}
 		if (x->op == KZ_TF_INCREMENT)
 		{
@@ -418,8 +407,8 @@ validate_transforms(KzMutationReq *m, json_t *tf, int n, KzAllocFn alloc, void *
 			if (!(json_is_number(by) ||
 				  (json_is_string(by) && json_string_length(by) <= 1000 &&
 				   nul_free(by) && numeric_text(json_string_value(by)))))
-				return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL,
-									  "increment on \"%s\" needs a numeric by", col);
+				return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
+									  "increment on %s needs a numeric by", qcol);
 		}
 		else
 		{
@@ -427,20 +416,20 @@ validate_transforms(KzMutationReq *m, json_t *tf, int n, KzAllocFn alloc, void *
 			size_t		i;
 
 			if (!json_is_array(vals) || json_array_size(vals) == 0)
-				return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL,
-									  "%s on \"%s\" needs a non-empty values array", opname, col);
+				return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
+									  "%s on %s needs a non-empty values array", opname, qcol);
 			if (json_array_size(vals) > KZ_PUSH_MAX_TRANSFORM_VALUES)
-				return mutation_error(err, n, SQLSTATE_PROGRAM_LIMIT, NULL,
-									  "%s on \"%s\" has more than 1000 values", opname, col);
+				return mutation_error(err, n, KZ_SQLSTATE_PROGRAM_LIMIT, NULL,
+									  "%s on %s has more than 1000 values", opname, qcol);
 			json_array_foreach(vals, i, e)
 			{
 				if (!(json_is_string(e) || json_is_number(e) || json_is_boolean(e)))
-					return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL,
-										  "%s on \"%s\" has a value that is not a string, number, or boolean",
-										  opname, col);
+					return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
+										  "%s on %s has a value that is not a string, number, or boolean",
+										  opname, qcol);
 				if (json_is_string(e) && check_value(e, 1) != NULL)
-					return mutation_error(err, n, SQLSTATE_PROGRAM_LIMIT, NULL,
-										  "%s on \"%s\" has a value %s", opname, col,
+					return mutation_error(err, n, KZ_SQLSTATE_PROGRAM_LIMIT, NULL,
+										  "%s on %s has a value %s", opname, qcol,
 										  check_value(e, 1));
 			}
 			x->nvalues = (int) json_array_size(vals);
@@ -459,7 +448,7 @@ collect_columns(json_t *obj, const char *what, int n, const char ***names, int *
 	json_t	   *v;
 
 	if (json_object_size(obj) > KZ_PUSH_MAX_COLUMNS)
-		return mutation_error(err, n, SQLSTATE_PROGRAM_LIMIT, NULL,
+		return mutation_error(err, n, KZ_SQLSTATE_PROGRAM_LIMIT, NULL,
 							  "%s has more than 1600 entries", what);
 	*names = alloc(alloc_arg, sizeof(char *) * (json_object_size(obj) + 1));
 	*count = 0;
@@ -468,13 +457,17 @@ collect_columns(json_t *obj, const char *what, int n, const char ***names, int *
 		const char *p;
 
 		if (strlen(k) == 0 || strlen(k) > KZ_PUSH_MAX_NAME_BYTES)
-			return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER,
+			return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER,
 								  "Column names are 1 to 63 bytes.",
 								  "%s names a column that is not a valid name", what);
 		p = check_value(v, 1);
 		if (p)
-			return mutation_error(err, n, SQLSTATE_PROGRAM_LIMIT, NULL,
-								  "%s value of \"%s\" %s", what, k, p);
+		{
+			char		q[KZ_QUOTE_SIZE];
+
+			return mutation_error(err, n, KZ_SQLSTATE_PROGRAM_LIMIT, NULL,
+								  "%s value of %s %s", what, kz_quote(q, k, strlen(k), false), p);
+		}
 		(*names)[(*count)++] = k;
 	}
 	return true;
@@ -494,7 +487,7 @@ validate_mutation(json_t *m, int n, KzMutationReq *out, KzAllocFn alloc, void *a
 	const char *s;
 
 	if (!json_is_object(m))
-		return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL, "is not an object");
+		return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL, "is not an object");
 	json_object_foreach(m, key, v)
 	{
 		int			i;
@@ -503,14 +496,18 @@ validate_mutation(json_t *m, int n, KzMutationReq *out, KzAllocFn alloc, void *a
 			if (strcmp(key, mutation_keys[i]) == 0)
 				break;
 		if (mutation_keys[i] == NULL)
-			return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER,
+		{
+			char		q[KZ_QUOTE_SIZE];
+
+			return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER,
 								  "A mutation has the keys mutation_id, table, pk, op, columns, precondition, transforms, hlc and base_hint.",
-								  "unknown key \"%.63s\"", key);
+								  "unknown key %s", kz_quote(q, key, strlen(key), false));
+		}
 	}
 
 	v = json_object_get(m, "mutation_id");
 	if (!json_is_string(v) || !kz_uuid_text_canonical(json_string_value(v), out->mutation_id))
-		return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL, "mutation_id is not a uuid");
+		return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL, "mutation_id is not a uuid");
 
 	v = json_object_get(m, "op");
 	s = json_is_string(v) ? json_string_value(v) : "";
@@ -521,23 +518,23 @@ validate_mutation(json_t *m, int n, KzMutationReq *out, KzAllocFn alloc, void *a
 	else if (strcmp(s, "delete") == 0)
 		out->op = KZ_OP_DELETE;
 	else
-		return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL,
+		return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
 							  "op is not insert, update, or delete");
 
 	v = json_object_get(m, "table");
 	if (!json_is_string(v))
-		return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL, "table is not a string");
+		return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL, "table is not a string");
 	if (!valid_name(v))
-		return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL,
+		return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
 							  "table is not a name of 1 to 63 bytes");
 	out->table = json_string_value(v);
 
 	v = json_object_get(m, "pk");
 	if (!json_is_string(v) || json_string_length(v) == 0)
-		return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL,
+		return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
 							  "pk is not a non-empty string");
 	if (json_string_length(v) > KZ_PUSH_MAX_PK_BYTES || !nul_free(v))
-		return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL,
+		return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
 							  "pk is longer than 1024 bytes or contains a NUL character");
 	out->pk = json_string_value(v);
 
@@ -546,13 +543,13 @@ validate_mutation(json_t *m, int n, KzMutationReq *out, KzAllocFn alloc, void *a
 	if (v != NULL && !json_is_null(v))
 	{
 		if (!json_is_object(v))
-			return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL,
+			return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
 								  "columns is not an object");
 		if (!collect_columns(v, "columns", n, &out->columns, &out->ncolumns,
 							 alloc, alloc_arg, err))
 			return false;
 		if (out->op == KZ_OP_DELETE && out->ncolumns > 0)
-			return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL,
+			return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
 								  "columns ride only an insert or an update");
 	}
 
@@ -560,7 +557,7 @@ validate_mutation(json_t *m, int n, KzMutationReq *out, KzAllocFn alloc, void *a
 	if (v != NULL && !json_is_null(v))
 	{
 		if (!json_is_object(v))
-			return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL,
+			return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
 								  "precondition is not an object");
 		out->has_precondition = true;
 		if (!collect_columns(v, "precondition", n, &out->precond_columns, &out->nprecond,
@@ -572,10 +569,10 @@ validate_mutation(json_t *m, int n, KzMutationReq *out, KzAllocFn alloc, void *a
 	if (v != NULL && !json_is_null(v))
 	{
 		if (!json_is_object(v))
-			return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL,
+			return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
 								  "transforms is not an object");
 		if (out->op != KZ_OP_UPDATE && json_object_size(v) > 0)
-			return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER, NULL,
+			return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER, NULL,
 								  "transforms ride only an update");
 		if (!validate_transforms(out, v, n, alloc, alloc_arg, err))
 			return false;
@@ -585,7 +582,7 @@ validate_mutation(json_t *m, int n, KzMutationReq *out, KzAllocFn alloc, void *a
 	if (v != NULL && !json_is_null(v))
 	{
 		if (!json_is_string(v) || !hlc_wire_ok(json_string_value(v), json_string_length(v)))
-			return mutation_error(err, n, SQLSTATE_INVALID_PARAMETER,
+			return mutation_error(err, n, KZ_SQLSTATE_INVALID_PARAMETER,
 								  "An hlc is <YYYY-MM-DDTHH:MM:SS.mmmZ>|<counter>|<node>, at most 128 bytes.",
 								  "hlc is not a hybrid logical clock string");
 		out->hlc = json_string_value(v);

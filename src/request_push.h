@@ -23,6 +23,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "request_error.h"
+
 /* Documented limits of a push request. */
 #define KZ_PUSH_MAX_BODY_BYTES		(16 * 1024 * 1024)	/* batch text */
 #define KZ_PUSH_HARD_MAX_MUTATIONS	1000	/* whatever settings say */
@@ -83,13 +85,6 @@ typedef struct KzPushReq
 	const char **tables;
 	void	   *root;			/* jansson document, internal */
 } KzPushReq;
-
-typedef struct KzReqError
-{
-	char		sqlstate[6];
-	char		message[256];
-	char		detail[256];
-} KzReqError;
 
 typedef void *(*KzAllocFn) (void *arg, size_t size);
 

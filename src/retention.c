@@ -33,11 +33,12 @@
 #include "miscadmin.h"
 #include "nodes/value.h"
 #include "parser/parse_func.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 
-#include "kizunasync.h"
 #include "identity.h"
 #include "jsonbutil.h"
 #include "retention.h"
@@ -48,6 +49,9 @@ PG_FUNCTION_INFO_V1(kz_reap_tombstones);
 PG_FUNCTION_INFO_V1(kz_compact_changelog);
 PG_FUNCTION_INFO_V1(kz_prune_clients);
 PG_FUNCTION_INFO_V1(kz_schedule_jobs);
+
+/* User ids checked against auth.users per round of prune_clients(). */
+#define KZ_RETENTION_USER_CHUNK	1000
 
 void
 kz_reap_state_read(KzReapState *rs)
@@ -160,8 +164,16 @@ retention_first_int8(uint64 n)
  *
  * Returns the highest seq reaped by this call (0 when nothing was due).
  */
+static Datum retention_reap_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_reap_tombstones(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.reap_tombstones()", retention_reap_body);
+}
+
+static Datum
+retention_reap_body(FunctionCallInfo fcinfo)
 {
 	const char *fname = "kizunasync.reap_tombstones()";
 	int32		max_rows;
@@ -215,7 +227,7 @@ kz_reap_tombstones(PG_FUNCTION_ARGS)
 
 	/* Per-row HLC state of tables that are no longer synced. */
 	retention_exec("DELETE FROM kizunasync.row_hlc h"
-				   " WHERE h.ctid IN (SELECT x.ctid FROM kizunasync.row_hlc x"
+				   " WHERE h.ctid OPERATOR(pg_catalog.=) ANY (SELECT x.ctid FROM kizunasync.row_hlc x"
 				   "   WHERE NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables c"
 				   "                      WHERE c.table_name OPERATOR(pg_catalog.=) x.table_name)"
 				   "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
@@ -235,8 +247,16 @@ kz_reap_tombstones(PG_FUNCTION_ARGS)
  * gone (pull attaches a conflict only beside its winning entry).  Returns
  * the number of rows removed.
  */
+static Datum retention_compact_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_compact_changelog(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.compact_changelog()", retention_compact_body);
+}
+
+static Datum
+retention_compact_body(FunctionCallInfo fcinfo)
 {
 	const char *fname = "kizunasync.compact_changelog()";
 	int32		max_rows;
@@ -246,7 +266,7 @@ kz_compact_changelog(PG_FUNCTION_ARGS)
 	max_rows = retention_max_rows(fcinfo, fname);
 	kz_spi_connect();
 	n += retention_exec("DELETE FROM kizunasync.changelog l"
-						" WHERE l.seq IN (SELECT x.seq FROM kizunasync.changelog x"
+						" WHERE l.seq OPERATOR(pg_catalog.=) ANY (SELECT x.seq FROM kizunasync.changelog x"
 						"   WHERE NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables c"
 						"                      WHERE c.table_name OPERATOR(pg_catalog.=) x.table_name)"
 						"      OR EXISTS (SELECT 1 FROM kizunasync.tombstones t"
@@ -256,7 +276,7 @@ kz_compact_changelog(PG_FUNCTION_ARGS)
 						"   LIMIT $1 FOR UPDATE SKIP LOCKED)",
 						max_rows, 0, SPI_OK_DELETE);
 	n += retention_exec("DELETE FROM kizunasync.conflict_journal j"
-						" WHERE j.id IN (SELECT x.id FROM kizunasync.conflict_journal x"
+						" WHERE j.id OPERATOR(pg_catalog.=) ANY (SELECT x.id FROM kizunasync.conflict_journal x"
 						"   WHERE x.winner_seq IS NOT NULL"
 						"     AND NOT EXISTS (SELECT 1 FROM kizunasync.changelog l"
 						"                      WHERE l.seq OPERATOR(pg_catalog.=) x.winner_seq)"
@@ -267,6 +287,108 @@ kz_compact_changelog(PG_FUNCTION_ARGS)
 }
 
 /*
+ * Bucket grants of users that no longer exist in auth.users, at most
+ * max_rows of them.  auth.users is Supabase Auth's table: it is used only
+ * where schema auth belongs to a superuser (a role with CREATE on the
+ * database cannot plant one), and since its owner is not a superuser
+ * (supabase_auth_admin) it is never read in a privileged section.  Each
+ * chunk of the grants' user ids is collected in a privileged section,
+ * checked against auth.users as that table's owner under
+ * SECURITY_RESTRICTED_OPERATION, and the grants of the ids found gone are
+ * deleted in another privileged section.  Returns the grants deleted.
+ */
+static uint64
+retention_prune_orphan_grants(int32 max_rows)
+{
+	Oid			nsp = get_namespace_oid("auth", true);
+	Oid			users;
+	Oid			owner;
+	char	   *after = pstrdup("");
+	uint64		deleted = 0;
+	MemoryContext chunk_cxt;
+	MemoryContext outer = CurrentMemoryContext;
+
+	if (!OidIsValid(nsp) || !superuser_arg(kz_namespace_owner("auth")))
+		return 0;
+	users = get_relname_relid("users", nsp);
+	if (!OidIsValid(users))
+		return 0;
+	owner = kz_rel_owner(users);
+	chunk_cxt = AllocSetContextCreate(outer, "kizunasync prune chunk", ALLOCSET_DEFAULT_SIZES);
+
+	while (deleted < (uint64) max_rows)
+	{
+		Oid			types[2] = {TEXTOID, INT4OID};
+		Datum		values[2];
+		Datum	   *ids;
+		uint64		n;
+		uint64		i;
+		uint64		ngone;
+		KzUserSwitch sw;
+
+		MemoryContextReset(chunk_cxt);
+		MemoryContextSwitchTo(chunk_cxt);
+		/* the next chunk of user ids that hold grants (user ids are never empty) */
+		values[0] = CStringGetTextDatum(after);
+		n = kz_spi_priv("SELECT DISTINCT g.user_id FROM kizunasync.bucket_grants g"
+						" WHERE g.user_id OPERATOR(pg_catalog.>) $1"
+						" ORDER BY g.user_id LIMIT " CppAsString2(KZ_RETENTION_USER_CHUNK),
+						1, types, values, NULL, true, 0, SPI_OK_SELECT);
+		if (n == 0)
+			break;
+		ids = palloc(sizeof(Datum) * n);
+		for (i = 0; i < n; i++)
+		{
+			bool		isnull;
+
+			ids[i] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+		}
+		after = MemoryContextStrdup(outer, TextDatumGetCString(ids[n - 1]));
+		types[0] = TEXTARRAYOID;
+		values[0] = PointerGetDatum(construct_array(ids, (int) n, TEXTOID, -1, false,
+													TYPALIGN_INT));
+		SPI_freetuptable(SPI_tuptable);
+
+		/* which of them auth.users no longer has, asked as its owner */
+		kz_as_restricted_begin(&sw, owner, true);
+		ngone = kz_spi_run("SELECT x.id FROM pg_catalog.unnest($1) AS x(id)"
+						   " WHERE NOT EXISTS (SELECT 1 FROM auth.users u"
+						   "   WHERE u.id::pg_catalog.text OPERATOR(pg_catalog.=) x.id)",
+						   1, types, values, NULL, true, 0, SPI_OK_SELECT);
+		kz_as_restricted_end(&sw);
+		if (ngone > 0)
+		{
+			Datum	   *gone = palloc(sizeof(Datum) * ngone);
+
+			for (i = 0; i < ngone; i++)
+			{
+				/* copied out: the result is freed below */
+				gone[i] = CStringGetTextDatum(SPI_getvalue(SPI_tuptable->vals[i],
+														   SPI_tuptable->tupdesc, 1));
+			}
+			SPI_freetuptable(SPI_tuptable);
+			values[0] = PointerGetDatum(construct_array(gone, (int) ngone, TEXTOID, -1, false,
+														TYPALIGN_INT));
+			values[1] = Int32GetDatum((int32) ((uint64) max_rows - deleted));
+			deleted += kz_spi_priv("DELETE FROM kizunasync.bucket_grants g"
+								   " WHERE (g.user_id, g.table_name, g.bucket_value) OPERATOR(pg_catalog.=) ANY ("
+								   "   SELECT x.user_id, x.table_name, x.bucket_value"
+								   "     FROM kizunasync.bucket_grants x"
+								   "    WHERE x.user_id OPERATOR(pg_catalog.=) ANY ($1)"
+								   "    LIMIT $2 FOR UPDATE SKIP LOCKED)",
+								   2, types, values, NULL, false, 0, SPI_OK_DELETE);
+		}
+		else
+			SPI_freetuptable(SPI_tuptable);
+		if (n < KZ_RETENTION_USER_CHUNK)
+			break;
+	}
+	MemoryContextSwitchTo(outer);
+	MemoryContextDelete(chunk_cxt);
+	return deleted;
+}
+
+/*
  * prune_clients(max_rows integer DEFAULT 100000) RETURNS bigint
  *
  * Removes clients not seen for client_ttl_days, verdict-ledger entries
@@ -274,8 +396,16 @@ kz_compact_changelog(PG_FUNCTION_ARGS)
  * bucket grants of users that no longer exist in auth.users (skipped where
  * there is no auth.users table).  Returns the number of clients removed.
  */
+static Datum retention_prune_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_prune_clients(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.prune_clients()", retention_prune_body);
+}
+
+static Datum
+retention_prune_body(FunctionCallInfo fcinfo)
 {
 	const char *fname = "kizunasync.prune_clients()";
 	int32		max_rows;
@@ -287,35 +417,21 @@ kz_prune_clients(PG_FUNCTION_ARGS)
 	kz_spi_connect();
 	kz_settings_read(&s);
 	nclients = retention_exec("DELETE FROM kizunasync.clients k"
-							  " WHERE k.client_id IN ("
+							  " WHERE k.client_id OPERATOR(pg_catalog.=) ANY ("
 							  "   SELECT x.client_id FROM kizunasync.clients x"
 							  "   WHERE x.last_seen OPERATOR(pg_catalog.<) (pg_catalog.now()"
 							  "         OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $2))"
 							  "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
 							  max_rows, s.client_ttl_days, SPI_OK_DELETE);
 	retention_exec("DELETE FROM kizunasync.verdicts v"
-				   " WHERE v.mutation_id IN ("
+				   " WHERE v.mutation_id OPERATOR(pg_catalog.=) ANY ("
 				   "   SELECT x.mutation_id FROM kizunasync.verdicts x"
 				   "   WHERE x.recorded_at OPERATOR(pg_catalog.<) (pg_catalog.now()"
 				   "         OPERATOR(pg_catalog.-) pg_catalog.make_interval(days => $2))"
 				   "   ORDER BY x.recorded_at LIMIT $1 FOR UPDATE SKIP LOCKED)",
 				   max_rows, s.client_ttl_days, SPI_OK_DELETE);
 
-	/*
-	 * auth.users is Supabase Auth's table: read it only when it exists in a
-	 * schema a superuser owns (the users' ids are text in the bookkeeping).
-	 */
-	if (OidIsValid(get_namespace_oid("auth", true)) &&
-		superuser_arg(kz_namespace_owner("auth")) &&
-		OidIsValid(get_relname_relid("users", get_namespace_oid("auth", true))))
-		retention_exec("DELETE FROM kizunasync.bucket_grants g"
-					   " WHERE (g.user_id, g.table_name, g.bucket_value) IN ("
-					   "   SELECT x.user_id, x.table_name, x.bucket_value"
-					   "     FROM kizunasync.bucket_grants x"
-					   "    WHERE NOT EXISTS (SELECT 1 FROM auth.users u"
-					   "                       WHERE u.id::pg_catalog.text OPERATOR(pg_catalog.=) x.user_id)"
-					   "    LIMIT $1 FOR UPDATE SKIP LOCKED)",
-					   max_rows, 0, SPI_OK_DELETE);
+	retention_prune_orphan_grants(max_rows);
 	kz_spi_finish();
 	PG_RETURN_INT64((int64) nclients);
 }
@@ -328,8 +444,16 @@ kz_prune_clients(PG_FUNCTION_ARGS)
  * the same name; the jobs run as the caller); never requires it.  Returns
  * {"jobs": {name: schedule}, "pg_cron": bool}.
  */
+static Datum retention_schedule_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_schedule_jobs(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.schedule_jobs()", retention_schedule_body);
+}
+
+static Datum
+retention_schedule_body(FunctionCallInfo fcinfo)
 {
 	static const char *const names[3] = {
 		"kizunasync-reap-tombstones", "kizunasync-compact-changelog", "kizunasync-prune-clients"

@@ -27,7 +27,6 @@
 #include "utils/lsyscache.h"
 #include "utils/uuid.h"
 
-#include "kizunasync.h"
 #include "rowkey.h"
 
 /* Component text of one key value (type is a base key type). */

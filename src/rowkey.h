@@ -12,7 +12,6 @@
 #ifndef KZ_ROWKEY_H
 #define KZ_ROWKEY_H
 
-#include "postgres.h"
 #include "tableconf.h"
 
 /* Render the row key of a row whose key column values are given in key order. */

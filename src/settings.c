@@ -118,8 +118,16 @@ kz_settings_read(KzSettings *s)
  * effective setting.  Granted to the database owner; the table's CHECK
  * constraints refuse out-of-range values (23514).
  */
+static Datum settings_configure_body(FunctionCallInfo fcinfo);
+
 Datum
 kz_configure(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync.configure()", settings_configure_body);
+}
+
+static Datum
+settings_configure_body(FunctionCallInfo fcinfo)
 {
 	KzCaller	caller;
 	StringInfoData set;
@@ -134,8 +142,8 @@ kz_configure(PG_FUNCTION_ARGS)
 
 	kz_entry(fcinfo, "kizunasync.configure()", true, &caller);
 	if (PG_NARGS() != (int) KZ_NSETTINGS)
-		elog(ERROR, "kizunasync.configure() is declared with %d arguments, expected %d",
-			 PG_NARGS(), (int) KZ_NSETTINGS);
+		elog(ERROR, "function %s is declared with %d arguments, not %d",
+			 "kizunasync.configure()", PG_NARGS(), (int) KZ_NSETTINGS);
 
 	initStringInfo(&set);
 	for (i = 0; i < (int) KZ_NSETTINGS; i++)

@@ -60,7 +60,6 @@
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
-#include "kizunasync.h"
 #include "bookkeeping.h"
 #include "stamp.h"
 

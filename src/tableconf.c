@@ -38,7 +38,7 @@
 #include "utils/rel.h"
 #include "utils/syscache.h"
 
-#include "kizunasync.h"
+#include "bookkeeping.h"
 #include "spi.h"
 #include "tableconf.h"
 
@@ -329,7 +329,7 @@ kz_conf_changed(PG_FUNCTION_ARGS)
 	TriggerData *trigdata;
 
 	if (!CALLED_AS_TRIGGER(fcinfo))
-		elog(ERROR, "kz_conf_changed: not called as a trigger");
+		elog(ERROR, "function \"%s\" was not called by trigger manager", "kizunasync._conf_changed");
 	trigdata = (TriggerData *) fcinfo->context;
 	CacheInvalidateRelcacheByRelid(RelationGetRelid(trigdata->tg_relation));
 	return PointerGetDatum(NULL);

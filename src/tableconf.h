@@ -11,7 +11,6 @@
 #ifndef KZ_TABLECONF_H
 #define KZ_TABLECONF_H
 
-#include "postgres.h"
 #include "access/attnum.h"
 
 typedef struct KzTableConf

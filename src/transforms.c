@@ -129,7 +129,7 @@ kz_transforms_apply(KzTableDesc *t, const KzMutationReq *m, Jsonb *mutation, Dat
 			else
 				sql = psprintf("UPDATE ONLY %s AS t SET %s = (SELECT COALESCE(pg_catalog.array_agg(u.e ORDER BY u.o), '{}')"
 							   " FROM pg_catalog.unnest(COALESCE(t.%s, '{}')) WITH ORDINALITY AS u(e, o)"
-							   " WHERE u.e IS NULL OR NOT (u.e = ANY ($1::%s)))::%s WHERE %s",
+							   " WHERE u.e IS NULL OR NOT (u.e OPERATOR(pg_catalog.=) ANY ($1::%s)))::%s WHERE %s",
 							   t->qualname, q, q, c->typname_sql, c->typname_sql, pred);
 		}
 		n = kz_spi_run(sql, nk + 1, types, values, NULL, false, 0, SPI_OK_UPDATE);

@@ -23,21 +23,7 @@ kz_verdict_jsonb(const KzVerdict *v)
 	if (!v->applied)
 		kz_jsonb_push_kv_string(&st, "reason", v->reason);
 	if (v->has_server_row || !v->applied)
-	{
-		kz_jsonb_push_key(&st, "server_row");
-		if (v->server_row == NULL)
-			kz_jsonb_push_jsonb(&st, WJB_VALUE, NULL);
-		else
-		{
-			JsonbValue	b;
-
-			/* embed the row as it is, scalar or not */
-			b.type = jbvBinary;
-			b.val.binary.data = &v->server_row->root;
-			b.val.binary.len = VARSIZE(v->server_row) - VARHDRSZ;
-			pushJsonbValue(&st, WJB_VALUE, &b);
-		}
-	}
+		kz_jsonb_push_kv_jsonb(&st, "server_row", v->server_row);
 	kz_jsonb_push_kv_string(&st, "verdict", v->applied ? "applied" : "rejected");
 	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 	return JsonbValueToJsonb(res);
@@ -85,18 +71,7 @@ kz_batch_abort_response(const KzVerdict *v)
 	kz_jsonb_push_kv_string(&st, "offender_mutation_id", v->mutation_id);
 	kz_jsonb_push_kv_string(&st, "outcome", "aborted");
 	kz_jsonb_push_kv_string(&st, "reason", v->reason);
-	kz_jsonb_push_key(&st, "server_row");
-	if (v->server_row == NULL)
-		kz_jsonb_push_jsonb(&st, WJB_VALUE, NULL);
-	else
-	{
-		JsonbValue	b;
-
-		b.type = jbvBinary;
-		b.val.binary.data = &v->server_row->root;
-		b.val.binary.len = VARSIZE(v->server_row) - VARHDRSZ;
-		pushJsonbValue(&st, WJB_VALUE, &b);
-	}
+	kz_jsonb_push_kv_jsonb(&st, "server_row", v->server_row);
 	pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 	res = pushJsonbValue(&st, WJB_END_OBJECT, NULL);
 	return JsonbValueToJsonb(res);

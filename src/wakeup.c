@@ -28,6 +28,7 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_namespace.h"
+#include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/async.h"
 #include "executor/spi.h"
@@ -35,8 +36,7 @@
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
 #include "nodes/pg_list.h"
-#include "nodes/value.h"
-#include "parser/parse_func.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/json.h"
@@ -45,6 +45,7 @@
 #include "utils/resowner.h"
 #include "utils/syscache.h"
 
+#include "errors.h"
 #include "identity.h"
 #include "wakeup.h"
 
@@ -59,6 +60,7 @@ static bool callbacks_registered = false;
 static bool notify_fallback = false;	/* GUC kizunasync.notify_fallback */
 static int	realtime_state = -1;	/* -1 unknown in this xact, 0 absent, 1 present */
 static Oid	realtime_fn = InvalidOid;
+static Oid	realtime_nsp = InvalidOid;
 
 static void
 wakeup_xact_callback(XactEvent event, void *arg)
@@ -104,27 +106,31 @@ wakeup_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
  * realtime.send(jsonb, text, text, boolean), when schema realtime is owned
  * by a superuser (Supabase installs it so); a schema planted by a role with
  * CREATE on the database is ignored.  InvalidOid when there is none.
+ * Looked up in the catalog by its exact signature, with no privilege check
+ * of the writer's (a writer need not see schema realtime): whether the
+ * synced table's owner may call it is asked per table
+ * (wakeup_owner_may_send).
  */
 static Oid
 wakeup_realtime_send(void)
 {
 	Oid			argtypes[4] = {JSONBOID, TEXTOID, TEXTOID, BOOLOID};
-	Oid			nsp;
 	HeapTuple	tp;
 	Oid			nspowner;
 
-	nsp = get_namespace_oid("realtime", true);
-	if (!OidIsValid(nsp))
+	realtime_nsp = get_namespace_oid("realtime", true);
+	if (!OidIsValid(realtime_nsp))
 		return InvalidOid;
-	tp = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
+	tp = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(realtime_nsp));
 	if (!HeapTupleIsValid(tp))
 		return InvalidOid;
 	nspowner = ((Form_pg_namespace) GETSTRUCT(tp))->nspowner;
 	ReleaseSysCache(tp);
 	if (!superuser_arg(nspowner))
 		return InvalidOid;
-	return LookupFuncName(list_make2(makeString("realtime"), makeString("send")),
-						  4, argtypes, true);
+	return GetSysCacheOid3(PROCNAMEARGSNSP, Anum_pg_proc_oid, CStringGetDatum("send"),
+						   PointerGetDatum(buildoidvector(argtypes, 4)),
+						   ObjectIdGetDatum(realtime_nsp));
 }
 
 static bool
@@ -136,6 +142,14 @@ realtime_available(void)
 		realtime_state = OidIsValid(realtime_fn) ? 1 : 0;
 	}
 	return realtime_state == 1;
+}
+
+/* May owner call realtime.send (USAGE on its schema, EXECUTE on it)? */
+static bool
+wakeup_owner_may_send(Oid owner)
+{
+	return pg_namespace_aclcheck(realtime_nsp, owner, ACL_USAGE) == ACLCHECK_OK &&
+		pg_proc_aclcheck(realtime_fn, owner, ACL_EXECUTE) == ACLCHECK_OK;
 }
 
 /* Errors that end the statement rather than just the hint. */
@@ -188,19 +202,13 @@ send_realtime(const char *table_name, Oid relid)
 	}
 	PG_CATCH();
 	{
-		ErrorData  *edata;
+		ErrorData  *edata = kz_subxact_catch(oldcxt, oldowner);
 
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
 		if (wakeup_error_cancels(edata->sqlerrcode))
 			ReThrowError(edata);
 		ereport(WARNING,
 				(errmsg("wake-up hint for synced table \"%s\" was not sent", table_name),
-				 errdetail("realtime.send failed: %s", edata->message)));
+				 errdetail("The call of realtime.send failed: %s.", edata->message)));
 		FreeErrorData(edata);
 	}
 	PG_END_TRY();
@@ -252,7 +260,12 @@ kz_wakeup_note(const char *table_name, Oid relid)
 	}
 
 	if (realtime_available())
+	{
+		/* as the table's owner, within its rights: an owner that may not call send sends nothing */
+		if (!wakeup_owner_may_send(kz_rel_owner(relid)))
+			return;
 		send_realtime(table_name, relid);
+	}
 	else if (notify_fallback)
 		send_notify(table_name);
 	else

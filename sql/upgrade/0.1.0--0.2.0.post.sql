@@ -19,3 +19,10 @@ BEGIN
 	END LOOP;
 END
 $upgrade$;
+
+-- ---------------------------------------------------------------------------
+-- 4. The extension's own triggers fire in replica mode too, as in a fresh
+-- install (sql/src/90_triggers.sql).
+-- ---------------------------------------------------------------------------
+ALTER TABLE kizunasync.synced_tables ENABLE ALWAYS TRIGGER kizunasync_conf_changed;
+ALTER EVENT TRIGGER kizunasync_on_sql_drop ENABLE ALWAYS;

@@ -103,6 +103,12 @@ INSERT INTO bi.cases (what, call, want_state, want_msg) VALUES
 ('pull: params is null', $c$SELECT bi.pull('[{"table": "bi_plain", "params": null}]')$c$, '22023', 'buckets[0]: params must be a JSON object'),
 ('pull: params is a string', $c$SELECT bi.pull('[{"table": "bi_plain", "params": "owner_id"}]')$c$, '22023', 'buckets[0]: params must be a JSON object'),
 ('pull: unknown key in an entry', $c$SELECT bi.pull('[{"table": "bi_plain", "where": "1=1"}]')$c$, '22023', 'buckets[0] has an unknown key%'),
+-- client text in a message is quoted and escaped (quote.h): a quote, a newline, non-ASCII
+-- (LIKE patterns: \\ matches one backslash)
+('pull: an unknown key with a quote and a newline is escaped', $c$SELECT bi.pull('[{"table": "bi_plain", "a\"b\nc": 1}]')$c$, '22023', 'buckets[0] has an unknown key "a\\"b\\x0ac"'),
+('pull: a non-ASCII param name is escaped', $c$SELECT bi.pull('[{"table": "bi_plain", "params": {"é\"": 1}}]')$c$, '22023', 'table "bi_plain" has no column "\\xc3\\xa9\\""'),
+('push: a table name with a newline is escaped', $c$SELECT bi.push(bi.upd('{"table": "bi\nnotes"}'))$c$, '22023', 'mutation 1 of the batch is malformed: table "bi\\x0anotes" is not synced'),
+('push: an unknown key with a quote is escaped', $c$SELECT bi.push(bi.upd('{"columns": {"body": "x"}, "wh\"ere": "true"}'))$c$, '22023', 'mutation 1 of the batch is malformed: unknown key "wh\\"ere"'),
 -- pull: numbers
 ('pull: a param beyond a double (1e400)', $c$SELECT bi.pull('[{"table": "bi_notes", "params": {"owner_id": null, "n": 1e400}}]')$c$, '22003', 'a number in buckets is out of range'),
 ('pull: a param of 2^63', $c$SELECT bi.pull('[{"table": "bi_notes", "params": {"owner_id": null, "n": 9223372036854775808}}]')$c$, '22003', 'a number in buckets is out of range'),
@@ -197,7 +203,7 @@ INSERT INTO bi.cases (what, call, want_state, want_msg) VALUES
 ('push: 2,000 levels of nesting in a value', $c$SELECT bi.push(bi.upd(jsonb_build_object('columns', jsonb_build_object('body', (repeat('{"a":', 2000) || '1' || repeat('}', 2000))::jsonb))))$c$, '54000', 'mutation 1 of the batch is malformed: columns value of "body" nests deeper than 32 levels'),
 ('push: 33 levels of nesting in a precondition', $c$SELECT bi.push(bi.upd(jsonb_build_object('columns', '{"body": "x"}'::jsonb, 'precondition', jsonb_build_object('body', (repeat('[', 33) || repeat(']', 33))::jsonb))))$c$, '54000', 'mutation 1 of the batch is malformed: precondition value of "body" nests deeper than 32 levels'),
 -- push: SQL metacharacters in identifiers that are refused before any work
-('push: SQL in a table name', $c$SELECT bi.push(bi.upd('{"table": "bi_notes\"; DELETE FROM public.bi_notes; --"}'))$c$, '22023', 'mutation 1 of the batch is malformed: table "bi_notes"; DELETE FROM public.bi_notes; --" is not synced'),
+('push: SQL in a table name', $c$SELECT bi.push(bi.upd('{"table": "bi_notes\"; DELETE FROM public.bi_notes; --"}'))$c$, '22023', 'mutation 1 of the batch is malformed: table "bi_notes\\"; DELETE FROM public.bi_notes; --" is not synced'),
 ('push: an overlong column name (64 bytes)', $c$SELECT bi.push(bi.upd(jsonb_build_object('columns', jsonb_build_object(repeat('c', 64), 1))))$c$, '22023', 'mutation 1 of the batch is malformed: %'),
 ('push: an empty column name', $c$SELECT bi.push(bi.upd('{"columns": {"": 1}}'))$c$, '22023', 'mutation 1 of the batch is malformed: %'),
 ('push: an overlong transform column name', $c$SELECT bi.push(bi.upd(jsonb_build_object('transforms', jsonb_build_object(repeat('c', 64), '{"op": "increment", "by": 1}'::jsonb))))$c$, '22023', 'mutation 1 of the batch is malformed: %'),

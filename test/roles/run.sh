@@ -41,7 +41,8 @@ cleanup() {
 		dropdb --if-exists --force "$db" || echo "roles: could not drop database $db"
 	done
 	for role in $("${PSQL[@]}" -At -d postgres -c "SELECT rolname FROM pg_roles WHERE rolname LIKE 'kz\_r\_%' OR rolname IN ('kz_dbowner', 'kz_app_owner') ORDER BY 1"); do
-		"${PSQL[@]}" -d postgres -c "DROP ROLE $role" >/dev/null || echo "roles: could not drop role $role"
+		# DROP OWNED also revokes what the role was granted on shared objects (parameters)
+		"${PSQL[@]}" -d postgres -c "DROP OWNED BY $role" -c "DROP ROLE $role" >/dev/null || echo "roles: could not drop role $role"
 	done
 }
 cleanup
