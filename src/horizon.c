@@ -255,7 +255,24 @@ horizon_seq_state(const char *table, const char *index, int64 s, Snapshot snap, 
 
 /* ---------------------------------------------------------------- L */
 
-static int64 horizon_last_drawn(void);
+/* The sequence's last value, 0 before the first draw. */
+static int64
+horizon_last_drawn(void)
+{
+	Oid			seqid = kz_bk_relid("change_seq");
+	LOCAL_FCINFO(fcinfo, 1);
+	Datum		result;
+	KzUserSwitch s;
+
+	/* pg_sequence_last_value checks privileges: read it as the owner */
+	kz_as_restricted_begin(&s, kz_extension_owner(), false);
+	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
+	fcinfo->args[0].value = ObjectIdGetDatum(seqid);
+	fcinfo->args[0].isnull = false;
+	result = pg_sequence_last_value(fcinfo);
+	kz_as_restricted_end(&s);
+	return fcinfo->isnull ? 0 : DatumGetInt64(result);
+}
 
 /* The highest seq in one seq index whose tuple is in the heap, or 0. */
 static int64
@@ -290,8 +307,9 @@ kz_horizon_high_water(int64 *last_drawn)
 
 	/*
 	 * Invariant S (stamp.c): a seq is drawn only inside the writers'
-	 * section, which ends after its entry's heap and index inserts; so
-	 * every seq below one found here was drawn by a section that has ended.
+	 * section, which ends after the inserts of its entry's heap tuple and
+	 * of the index entries a pull reads; so every seq below one found here
+	 * was drawn by a section that has ended.
 	 * No lock is needed, on a primary or on a standby.  Entries above the
 	 * sequence (only a sequence set back by hand leaves them) are ignored,
 	 * as they always were.
@@ -299,25 +317,6 @@ kz_horizon_high_water(int64 *last_drawn)
 	if (last_drawn)
 		*last_drawn = drawn;
 	return Min(Max(a, b), drawn);
-}
-
-/* The sequence's last value, 0 before the first draw. */
-static int64
-horizon_last_drawn(void)
-{
-	Oid			seqid = kz_bk_relid("change_seq");
-	LOCAL_FCINFO(fcinfo, 1);
-	Datum		result;
-	KzUserSwitch s;
-
-	/* pg_sequence_last_value checks privileges: read it as the owner */
-	kz_as_restricted_begin(&s, kz_extension_owner(), false);
-	InitFunctionCallInfoData(*fcinfo, NULL, 1, InvalidOid, NULL, NULL);
-	fcinfo->args[0].value = ObjectIdGetDatum(seqid);
-	fcinfo->args[0].isnull = false;
-	result = pg_sequence_last_value(fcinfo);
-	kz_as_restricted_end(&s);
-	return fcinfo->isnull ? 0 : DatumGetInt64(result);
 }
 
 /* ---------------------------------------------------------------- holes */

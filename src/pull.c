@@ -47,7 +47,6 @@
 #include "errors.h"
 #include "capture.h"
 #include "cursor.h"
-#include "errors.h"
 #include "grants.h"
 #include "horizon.h"
 #include "identity.h"
