@@ -158,12 +158,13 @@ kz_bk_delete_unique(KzBkTable *t, Relation index, int nkeys, const char *const *
 	}
 }
 
-void
-kz_bk_insert(KzBkTable *t, Datum *values, bool *nulls)
+HeapTuple
+kz_bk_insert_first(KzBkTable *t, Datum *values, bool *nulls, const bool *first, bool *deferred)
 {
 	HeapTuple	tup = heap_form_tuple(RelationGetDescr(t->heap), values, nulls);
 	int			i;
 
+	*deferred = false;
 	heap_insert(t->heap, tup, GetCurrentCommandId(true), 0, NULL);
 	ExecStoreHeapTuple(tup, t->slot, false);
 	for (i = 0; i < t->nindexes; i++)
@@ -172,10 +173,48 @@ kz_bk_insert(KzBkTable *t, Datum *values, bool *nulls)
 		bool		inulls[INDEX_MAX_KEYS];
 		IndexInfo  *info = t->infos[i];
 
+		if (!first[i])
+			continue;
+
+		/*
+		 * UNIQUE_CHECK_PARTIAL never waits and never fails: a key some
+		 * other tuple may hold (live, or inserted or deleted by a running
+		 * transaction) only makes index_insert() answer false, and
+		 * kz_bk_insert_rest() checks again where it may wait (as deferred
+		 * constraints do).
+		 */
 		FormIndexDatum(info, t->slot, NULL, ivalues, inulls);
-		index_insert(t->indexes[i], ivalues, inulls, &tup->t_self, t->heap,
-					 info->ii_Unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO,
-					 false, info);
+		if (!index_insert(t->indexes[i], ivalues, inulls, &tup->t_self, t->heap,
+						  info->ii_Unique ? UNIQUE_CHECK_PARTIAL : UNIQUE_CHECK_NO,
+						  false, info) && info->ii_Unique)
+			*deferred = true;
+	}
+	ExecClearTuple(t->slot);
+	return tup;
+}
+
+void
+kz_bk_insert_rest(KzBkTable *t, HeapTuple tup, const bool *first, bool deferred)
+{
+	int			i;
+
+	ExecStoreHeapTuple(tup, t->slot, false);
+	for (i = 0; i < t->nindexes; i++)
+	{
+		Datum		ivalues[INDEX_MAX_KEYS];
+		bool		inulls[INDEX_MAX_KEYS];
+		IndexInfo  *info = t->infos[i];
+		IndexUniqueCheck check;
+
+		if (!first[i])
+			check = info->ii_Unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO;
+		else if (deferred && info->ii_Unique)
+			check = UNIQUE_CHECK_EXISTING;	/* waits, then 23505 if committed */
+		else
+			continue;
+		FormIndexDatum(info, t->slot, NULL, ivalues, inulls);
+		(void) index_insert(t->indexes[i], ivalues, inulls, &tup->t_self, t->heap, check,
+							false, info);
 	}
 	ExecClearTuple(t->slot);
 	heap_freetuple(tup);

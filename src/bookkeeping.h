@@ -10,6 +10,7 @@
 #ifndef KZ_BOOKKEEPING_H
 #define KZ_BOOKKEEPING_H
 
+#include "access/htup.h"
 #include "nodes/execnodes.h"
 #include "utils/relcache.h"
 
@@ -46,7 +47,20 @@ extern Relation kz_bk_index(KzBkTable *t, const char *name);
 extern bool kz_bk_delete_unique(KzBkTable *t, Relation index, int nkeys,
 								const char *const *keys);
 
-/* Insert a tuple into t and every index of it. */
-extern void kz_bk_insert(KzBkTable *t, Datum *values, bool *nulls);
+/*
+ * Insert a tuple into t and into the indexes i with first[i] (positions in
+ * t->indexes), without ever waiting for another transaction: a unique key
+ * that another tuple may hold is only noted (*deferred).  Returns the tuple
+ * (t_self set) for kz_bk_insert_rest().
+ */
+extern HeapTuple kz_bk_insert_first(KzBkTable *t, Datum *values, bool *nulls,
+									const bool *first, bool *deferred);
+
+/*
+ * The rest of the insert of tup: the indexes not in first (unique checks
+ * may wait for another transaction and fail with 23505), and, when
+ * deferred, the unique checks of those in first.  Frees tup.
+ */
+extern void kz_bk_insert_rest(KzBkTable *t, HeapTuple tup, const bool *first, bool deferred);
 
 #endif							/* KZ_BOOKKEEPING_H */

@@ -33,7 +33,6 @@
 #include "commands/sequence.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
-#include "storage/lmgr.h"
 #include "storage/procarray.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -236,8 +235,8 @@ seqwalk_end(SeqWalk *w)
 {
 	index_endscan(w->scan);
 	ExecDropSingleTupleTableSlot(w->slot);
-	index_close(w->index, AccessShareLock);
-	table_close(w->heap, AccessShareLock);
+	index_close(w->index, NoLock);
+	table_close(w->heap, NoLock);
 }
 
 /* Is seq s pending in one table (classified through its seq index)? */
@@ -256,8 +255,9 @@ horizon_seq_state(const char *table, const char *index, int64 s, Snapshot snap, 
 
 /* ---------------------------------------------------------------- L */
 
+/* The sequence's last value, 0 before the first draw. */
 static int64
-horizon_read_high_water(void)
+horizon_last_drawn(void)
 {
 	Oid			seqid = kz_bk_relid("change_seq");
 	LOCAL_FCINFO(fcinfo, 1);
@@ -274,26 +274,55 @@ horizon_read_high_water(void)
 	return fcinfo->isnull ? 0 : DatumGetInt64(result);
 }
 
-int64
-kz_horizon_fenced_high_water(void)
+/* The highest seq in one seq index whose tuple is in the heap, or 0. */
+static int64
+horizon_index_max(const char *table, const char *index)
 {
-	Oid			fence = kz_bk_relid("seq_fence");
-	int64		L;
+	Relation	heap = table_open(kz_bk_relid(table), AccessShareLock);
+	Relation	idx = index_open(kz_bk_relid(index), AccessShareLock);
+	TupleTableSlot *slot = table_slot_create(heap, NULL);
+	IndexScanDesc scan = index_beginscan(heap, idx, SnapshotAny, 0, 0);
+	int64		result = 0;
+
+	index_rescan(scan, NULL, 0, NULL, 0);
+	if (index_getnext_slot(scan, BackwardScanDirection, slot))
+	{
+		bool		isnull;
+
+		result = DatumGetInt64(slot_getattr(slot, 1, &isnull));
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(idx, NoLock);
+	table_close(heap, NoLock);
+	return result;
+}
+
+int64
+kz_horizon_high_water(int64 *last_drawn)
+{
+	int64		drawn = horizon_last_drawn();
+	int64		a = horizon_index_max("changelog", "changelog_pkey");
+	int64		b = horizon_index_max("tombstones", "tombstones_pkey");
 
 	/*
-	 * Waits for every writer between nextval() and its entry insert, and
-	 * holds new ones off for the instant of the read.
+	 * Invariant S (stamp.c): a seq is drawn only inside the writers'
+	 * section, which ends after the inserts of its entry's heap tuple and
+	 * of the index entries a pull reads; so every seq below one found here
+	 * was drawn by a section that has ended.
+	 * No lock is needed, on a primary or on a standby.  Entries above the
+	 * sequence (only a sequence set back by hand leaves them) are ignored,
+	 * as they always were.
 	 */
-	LockRelationOid(fence, ShareLock);
-	L = horizon_read_high_water();
-	UnlockRelationOid(fence, ShareLock);
-	return L;
+	if (last_drawn)
+		*last_drawn = drawn;
+	return Min(Max(a, b), drawn);
 }
 
 /* ---------------------------------------------------------------- holes */
 
 int
-kz_horizon_recheck(const int64 *in_holes, int n_in_holes, int64 below,
+kz_horizon_recheck(const int64 *in_holes, int n_in_holes, int64 below, int64 L,
 				   Snapshot snap, int64 **out)
 {
 	KzSeqList	holes = {NULL, 0, 0};
@@ -317,6 +346,17 @@ kz_horizon_recheck(const int64 *in_holes, int n_in_holes, int64 below,
 			(!found &&
 			 horizon_seq_state("tombstones", "tombstones_pkey", h, snap, &found) == KZ_ENTRY_PENDING))
 			seqlist_add(&holes, h);
+		else if (!found && h > L)
+		{
+			/*
+			 * No tuple, and above every seq this pull can prove inserted
+			 * (Invariant S): a standby that has not replayed the entry yet,
+			 * or an entry vacuumed away above the last one left.  Keep
+			 * owing it; once the seq indexes pass it, a missing tuple means
+			 * a removed one (aborted or superseded) and the hole is dropped.
+			 */
+			seqlist_add(&holes, h);
+		}
 	}
 	pfree(sorted);
 	*out = holes.v;
@@ -435,8 +475,8 @@ horizon_pair_holes(const KzBucketPair *pairs, int npairs, int64 lo, int64 hi,
 		for (i = 0; i < npairs; i++)
 			horizon_scan_pair(heap, index, slot, &pairs[i], lo, hi, snap, limit, holes);
 		ExecDropSingleTupleTableSlot(slot);
-		index_close(index, AccessShareLock);
-		table_close(heap, AccessShareLock);
+		index_close(index, NoLock);
+		table_close(heap, NoLock);
 	}
 	seqlist_sort_unique(holes);
 	if (holes->n > limit)
@@ -551,8 +591,8 @@ kz_horizon_compute(int64 in_hw, const int64 *in_holes, int n_in_holes,
 
 	if (in_hw < 0)
 		in_hw = 0;
-	L = kz_horizon_fenced_high_water();
-	npending = kz_horizon_recheck(in_holes, n_in_holes, in_hw, snap, &pending);
+	L = kz_horizon_high_water(NULL);
+	npending = kz_horizon_recheck(in_holes, n_in_holes, in_hw, L, snap, &pending);
 	for (i = 0; i < npending; i++)
 		seqlist_add(&holes, pending[i]);
 

@@ -30,18 +30,26 @@ typedef struct KzBucketPair
 } KzBucketPair;
 
 /*
- * L: the sequence's high-water read under the fence.  Every seq <= L has
- * its entry tuple in the heap and the indexes (Invariant F).
+ * L: the highest seq present in the seq indexes of changelog and
+ * tombstones (any tuple, read without a snapshot), and not above the
+ * sequence's last value.  Every seq below L has all its entry's tuples in
+ * the heap and in every index, and so does L once its inserting
+ * transaction has committed (Invariant S, stamp.c); on a hot standby, in
+ * what it has replayed.  Takes no lock.  *last_drawn (when not NULL) gets
+ * the sequence's last value (0 before the first draw): at or above every
+ * seq drawn (on a standby, every seq whose draw it replayed: the sequence
+ * is logged ahead), for telling a cursor from the future.
  */
-extern int64 kz_horizon_fenced_high_water(void);
+extern int64 kz_horizon_high_water(int64 *last_drawn);
 
 /*
  * Of the incoming holes (any order, duplicates allowed), those still
  * pending in snap: ascending, distinct, palloc'd; returns the count.
- * Holes < 1 or >= below are ignored.
+ * Holes < 1 or >= below are ignored; a hole above L without any tuple is
+ * kept (its entry may not be there yet).
  */
 extern int	kz_horizon_recheck(const int64 *in_holes, int n_in_holes, int64 below,
-							   Snapshot snap, int64 **out);
+							   int64 L, Snapshot snap, int64 **out);
 
 /*
  * max(floor, highest seq in (floor, L] with an entry visible in snap), by a

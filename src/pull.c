@@ -13,6 +13,13 @@
  *	  progress because changes are in flight waits a bounded time for them
  *	  and tries again (decisions/0083).
  *
+ *	  The common page writes nothing, so a pull runs in a READ ONLY
+ *	  transaction and on a hot standby; a page that needs a write it cannot
+ *	  make there (a first grant, a registered client's bootstrap) or a
+ *	  standby that cannot answer it (behind the cursor, a grant it may not
+ *	  have replayed) is refused with KZL03, retry on the primary
+ *	  (decisions/0085).
+ *
  *	  Runs as the caller (SECURITY INVOKER); bookkeeping is read in
  *	  privileged sections (decisions/0060).
  *
@@ -92,6 +99,8 @@ typedef struct PullPage
 	const char *signal;			/* CHECKPOINT_EXPIRED, or NULL */
 	int64		claimed_hw;		/* high-water (or position) the cursor claims */
 	int64		reaped_seq;		/* the reap horizon the attempt saw */
+	int64		drawn;			/* the sequence's last value the attempt saw */
+	bool		behind;			/* a standby that has not replayed the cursor */
 	bool		progress;
 } PullPage;
 
@@ -190,14 +199,20 @@ pull_gates(FunctionCallInfo fcinfo, PullCall *pc)
  * bootstrap of a registered client that a reap overtook.
  */
 static bool
-pull_cursor_expired(PullCall *pc, const KzReapState *rs, int64 L)
+pull_cursor_ahead(const KzCursor *cur, int64 drawn)
+{
+	return cur->high_water > drawn || (cur->has_start && cur->start > drawn);
+}
+
+static bool
+pull_cursor_expired(PullCall *pc, const KzReapState *rs, int64 drawn)
 {
 	KzCursor   *cur = pc->cur;
 
 	if ((pc->start_e > 0 && pc->start_e < rs->reaped_seq) ||
 		(cur->nholes > 0 && cur->holes[0] < rs->reaped_seq))
 		return true;
-	if (cur->high_water > L || (cur->has_start && cur->start > L))
+	if (pull_cursor_ahead(cur, drawn))
 		return true;
 	if (rs->have_first_seq && cur->high_water > 0 &&
 		(cur->high_water < rs->first_seq ||
@@ -237,6 +252,56 @@ pull_encode_cursor(bool has_start, int64 start, const KzHorizon *hz)
 	for (i = 0; i < hz->nholes; i++)
 		c->holes[c->nholes++] = hz->holes[i];
 	return kz_cursor_to_text(c);
+}
+
+/* ------------------------------------------------------------ KZL03 */
+
+static void pull_needs_primary(const char *msg, const char *detail) pg_attribute_noreturn();
+
+/* Refuse a pull that only the primary can answer (decisions/0085). */
+static void
+pull_needs_primary(const char *msg, const char *detail)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_KZ_PULL_NEEDS_PRIMARY),
+			 errmsg("%s", msg),
+			 errdetail("%s", detail),
+			 errhint("Retry the same request on the primary in a read-write transaction "
+					 "(through the Data API: POST, not GET).")));
+}
+
+/* A read-only transaction, or any transaction of a hot standby. */
+static bool
+pull_read_only(void)
+{
+	return XactReadOnly || RecoveryInProgress();
+}
+
+static char *
+pull_quote(const char *s)
+{
+	return kz_quote_for_message(s, strlen(s), false);
+}
+
+/*
+ * On a standby, a pair without a grant (as far as the standby has
+ * replayed) whose tombstones lie in the page's range: the primary may hold
+ * a grant the standby has not replayed yet, and then the page would carry
+ * them.
+ */
+static void
+pull_standby_grant_check(const KzPullStream *s, int64 lo, int64 hi, const int64 *holes,
+						 int nholes)
+{
+	const KzPullSource *src = kz_stream_ungranted_tombstones(s, lo, hi, holes, nholes);
+
+	if (src != NULL)
+		pull_needs_primary("a standby cannot answer this pull",
+						   psprintf("Deletions in table %s, bucket value %s, lie in the page's range, "
+									"and this standby holds no grant of the caller for that bucket "
+									"value: it cannot tell a grant it has not replayed yet from none.",
+									pull_quote(src->table->conf->table_name),
+									pull_quote(src->label)));
 }
 
 /* ------------------------------------------------------------ one attempt */
@@ -346,11 +411,21 @@ pull_attempt(PullCall *pc, Snapshot snap, PullPage *pg)
 	pg->row_grants = palloc(sizeof(char *) * pc->limit);
 	pg->row_journaled = palloc(sizeof(bool) * pc->limit);
 
-	/* 10. CHECKPOINT_EXPIRED, against the reap state of the pull snapshot */
+	/*
+	 * 10. CHECKPOINT_EXPIRED, against the reap state of the pull snapshot.
+	 * A cursor above everything a standby has replayed may come from the
+	 * primary (the standby lags) or from elsewhere: only the primary can
+	 * tell, so a standby waits for replay and then refuses (KZL03).
+	 */
 	kz_reap_state_read(&rs);
 	pg->reaped_seq = rs.reaped_seq;
-	L = kz_horizon_fenced_high_water();
-	if (pull_cursor_expired(pc, &rs, L))
+	L = kz_horizon_high_water(&pg->drawn);
+	if (RecoveryInProgress() && pull_cursor_ahead(cur, pg->drawn))
+	{
+		pg->behind = true;
+		return;
+	}
+	if (pull_cursor_expired(pc, &rs, pg->drawn))
 	{
 		pg->signal = "CHECKPOINT_EXPIRED";
 		pg->progress = true;
@@ -363,7 +438,7 @@ pull_attempt(PullCall *pc, Snapshot snap, PullPage *pg)
 	 * the range the cursor claims is classified, among the requested
 	 * buckets (decisions/0010).
 	 */
-	npending = kz_horizon_recheck(cur->holes, cur->nholes, cur->high_water, snap, &pending);
+	npending = kz_horizon_recheck(cur->holes, cur->nholes, cur->high_water, L, snap, &pending);
 	kz_stream_init(&s, &pc->pt, pc->sub, cur->high_water, Max(L, cur->high_water));
 	gone = palloc(sizeof(int64) * Max(cur->nholes, 1));
 	for (i = 0; i < cur->nholes; i++)
@@ -381,6 +456,8 @@ pull_attempt(PullCall *pc, Snapshot snap, PullPage *pg)
 	pos = pull_walk(pc, &s, pg, &capped, &more);
 	if (!capped && !more)
 		pos = kz_horizon_highest_visible(cur->high_water, L, snap);
+	if (RecoveryInProgress() && pc->sub != NULL)
+		pull_standby_grant_check(&s, cur->high_water, Max(L, cur->high_water), gone, ngone);
 	npairs = kz_stream_pairs(&s, &pairs);
 	kz_horizon_settle(cur->high_water, pos, pending, npending, pairs, npairs, snap,
 					  KZ_CURSOR_MAX_HOLES, &hz);
@@ -430,7 +507,39 @@ pull_record_grants(PullCall *pc, PullPage *pg)
 		tables[n] = pg->rows[i].table_name;
 		values[n++] = pg->row_grants[i];
 	}
+	if (n > 0 && pull_read_only())
+		pull_needs_primary("this pull must record a bucket grant, which a read-only transaction cannot",
+						   psprintf("The page delivers the caller's first row of table %s, bucket value %s; "
+									"the grant that entitles it to that bucket value's deletions is written "
+									"with it.",
+									pull_quote(tables[0]), pull_quote(values[0])));
 	kz_grants_record(pc->sub, tables, values, n);
+}
+
+/*
+ * The client registry.  Read-write: record the cursor handed out (and,
+ * from cursor 0, the reap horizon a bootstrap began at).  Read-only: the
+ * cursor and last_seen stay as they were; only a bootstrap needs the
+ * registry written, unless it already holds this very horizon.
+ */
+static void
+pull_register(PullCall *pc, PullPage *pg)
+{
+	bool		bootstrap = !pc->cur->has_start && pc->cur->high_water == 0 &&
+		pc->cur->nholes == 0;
+	int64		horizon;
+
+	if (!pull_read_only())
+	{
+		kz_registry_touch(pc->sub, pc->client, pc->schema_version,
+						  pg->cursor_out, bootstrap, pg->reaped_seq, NULL);
+		return;
+	}
+	if ((!kz_registry_read(pc->sub, pc->client, &horizon) ||
+		 horizon != pg->reaped_seq) && bootstrap)
+		pull_needs_primary("this pull must register the client's bootstrap, which a read-only transaction cannot",
+						   "A table of this pull registers clients, and a bootstrap (cursor \"0\") records "
+						   "the reap horizon it began at so that its later pages can be checked.");
 }
 
 /*
@@ -477,10 +586,7 @@ pull_finish(PullCall *pc, PullPage *pg, MemoryContext callcxt)
 					(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 					 errmsg("registering a client requires a JWT \"sub\" claim"),
 					 errdetail("A table of this pull registers clients, and the caller has no user id.")));
-		kz_registry_touch(pc->sub, pc->client, pc->schema_version,
-						  pg->cursor_out,
-						  !pc->cur->has_start && pc->cur->high_water == 0 && pc->cur->nholes == 0,
-						  pg->reaped_seq, NULL);
+		pull_register(pc, pg);
 	}
 
 	old = MemoryContextSwitchTo(callcxt);
@@ -569,20 +675,28 @@ pull_call(FunctionCallInfo fcinfo)
 
 			kz_spi_connect();
 			snap = RegisterSnapshot(GetTransactionSnapshot());
-			seen_lsn = pull_insert_end();
+			seen_lsn = RecoveryInProgress() ? InvalidXLogRecPtr : pull_insert_end();
 			PushActiveSnapshot(snap);
 			pull_attempt(pc, snap, &pg);
 			PopActiveSnapshot();
 			UnregisterSnapshot(snap);
 			if (pg.progress || !pull_may_wait(pc, began))
 			{
+				if (pg.behind)
+					pull_needs_primary("this standby has not replayed the cursor's position yet",
+									   psprintf("The cursor is at " INT64_FORMAT "; the standby has replayed "
+												"numbering up to " INT64_FORMAT ".",
+												Max(pc->cur->high_water, pc->cur->start), pg.drawn));
+
 				/*
 				 * A cursor must never claim a change that is not durable:
 				 * with synchronous_commit off a visible commit may not be
 				 * flushed yet, and a crash would let the sequence hand its
-				 * seq out again.
+				 * seq out again.  A standby replays only WAL the primary
+				 * has flushed (and it has flushed itself), so what it
+				 * claims is durable already.
 				 */
-				if (pg.claimed_hw > pc->cur->high_water && !RecoveryInProgress())
+				if (pg.claimed_hw > pc->cur->high_water && !XLogRecPtrIsInvalid(seen_lsn))
 					XLogFlush(seen_lsn);
 				page = pull_finish(pc, &pg, callcxt);
 				kz_spi_finish();

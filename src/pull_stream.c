@@ -213,6 +213,56 @@ kz_stream_add_holes(KzPullStream *s, const int64 *holes, int nholes)
 	qsort(s->hole_cands, s->nhole_cands, sizeof(KzCandidate), stream_cmp_candidate);
 }
 
+const KzPullSource *
+kz_stream_ungranted_tombstones(const KzPullStream *s, int64 lo, int64 hi,
+							   const int64 *holes, int nholes)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(nholes, 1));
+	ArrayType  *arr;
+	int			i;
+
+	for (i = 0; i < nholes; i++)
+		elems[i] = Int64GetDatum(holes[i]);
+	arr = construct_array(elems, nholes, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
+	for (i = 0; i < s->nsources; i++)
+	{
+		const KzPullSource *src = &s->sources[i];
+		KzPullSource probe;
+		Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, INT8OID, INT8OID, INT8ARRAYOID};
+		Datum		vals[7];
+		int			base = 2;
+		uint64		got;
+
+		if (src->tombstones || src->granted)
+			continue;
+		/* the tombstone source the grant would add */
+		probe = *src;
+		probe.tombstones = true;
+		vals[0] = CStringGetTextDatum(src->table->conf->table_name);
+		vals[1] = CStringGetTextDatum(src->label);
+		if (stream_snapshot_filter(&probe))
+		{
+			vals[2] = CStringGetTextDatum(src->table->conf->bucket_column);
+			vals[3] = JsonbPGetDatum(src->bucket_json);
+			base = 4;
+		}
+		types[base] = INT8OID;
+		types[base + 1] = INT8OID;
+		types[base + 2] = INT8ARRAYOID;
+		vals[base] = Int64GetDatum(lo);
+		vals[base + 1] = Int64GetDatum(hi);
+		vals[base + 2] = PointerGetDatum(arr);
+		got = kz_spi_priv(stream_select(&probe, base == 4
+										? " AND ((seq > $5 AND seq <= $6) OR seq OPERATOR(pg_catalog.=) ANY ($7)) LIMIT 1"
+										: " AND ((seq > $3 AND seq <= $4) OR seq OPERATOR(pg_catalog.=) ANY ($5)) LIMIT 1"),
+						  base + 3, types, vals, NULL, true, 1, SPI_OK_SELECT);
+		SPI_freetuptable(SPI_tuptable);
+		if (got > 0)
+			return src;
+	}
+	return NULL;
+}
+
 /*
  * Each source is asked for its first m entries past window_pos; the merged
  * list is a correct prefix of the stream up to the smallest last seq among

@@ -70,6 +70,18 @@ extern int	kz_stream_pairs(const KzPullStream *s, KzBucketPair **pairs);
 extern void kz_stream_add_holes(KzPullStream *s, const int64 *holes, int nholes);
 
 /*
+ * The first changelog source whose pair the caller holds no grant for and
+ * that has a tombstone visible in the snapshot, matching the bucket like
+ * the tombstone source a grant would add, with seq in (lo, hi] or among
+ * holes[0 .. nholes-1]; NULL when there is none.  A standby cannot tell a
+ * grant it has not replayed from none, so such a page is not answered
+ * there (decisions/0085).
+ */
+extern const KzPullSource *kz_stream_ungranted_tombstones(const KzPullStream *s, int64 lo,
+														   int64 hi, const int64 *holes,
+														   int nholes);
+
+/*
  * The next (at most) need candidates, in stream order.  Returns how many;
  * 0 at the end of the stream.
  */

@@ -16,6 +16,17 @@
 #include "registry.h"
 #include "spi.h"
 
+static void registry_other_user(const pg_uuid_t *client) pg_attribute_noreturn();
+
+static void
+registry_other_user(const pg_uuid_t *client)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("client %s is registered to another user",
+					DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(client))))));
+}
+
 void
 kz_registry_touch(const char *sub, const pg_uuid_t *client, int32 schema_version,
 				  const text *cursor, bool bootstrap_began, int64 reaped_seq,
@@ -58,10 +69,7 @@ kz_registry_touch(const char *sub, const pg_uuid_t *client, int32 schema_version
 					"  schema_version = EXCLUDED.schema_version, last_seen = EXCLUDED.last_seen"
 					" WHERE c.user_id OPERATOR(pg_catalog.=) EXCLUDED.user_id",
 					6, types, args, nulls, false, 0, SPI_OK_INSERT) == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("client %s is registered to another user",
-						DatumGetCString(DirectFunctionCall1(uuid_out, UUIDPGetDatum(client))))));
+		registry_other_user(client);
 
 	/* keep the newest registrations of the user */
 	kz_spi_priv("DELETE FROM kizunasync.clients"
@@ -98,4 +106,34 @@ kz_registry_bootstrap_horizon(const char *sub, const pg_uuid_t *client, int64 *h
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return found;
+}
+
+bool
+kz_registry_read(const char *sub, const pg_uuid_t *client, int64 *horizon)
+{
+	Oid			types[1] = {UUIDOID};
+	Datum		args[1];
+	bool		known = false;
+
+	args[0] = UUIDPGetDatum(client);
+	if (kz_spi_priv("SELECT user_id, bootstrap_horizon FROM kizunasync.clients"
+					" WHERE client_id OPERATOR(pg_catalog.=) $1",
+					1, types, args, NULL, true, 1, SPI_OK_SELECT) > 0)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		char	   *owner = TextDatumGetCString(SPI_getbinval(tup, desc, 1, &isnull));
+		Datum		d = SPI_getbinval(tup, desc, 2, &isnull);
+
+		if (strcmp(owner, sub) != 0)
+			registry_other_user(client);
+		if (!isnull)
+		{
+			*horizon = DatumGetInt64(d);
+			known = true;
+		}
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return known;
 }

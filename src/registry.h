@@ -36,4 +36,12 @@ extern void kz_registry_touch(const char *sub, const pg_uuid_t *client, int32 sc
 extern bool kz_registry_bootstrap_horizon(const char *sub, const pg_uuid_t *client,
 										  int64 *horizon);
 
+/*
+ * What a read-only pull needs of the registry without writing it: 42501
+ * (as kz_registry_touch) when client is registered to another user; true
+ * and *horizon when the registry knows when client's latest bootstrap
+ * began.
+ */
+extern bool kz_registry_read(const char *sub, const pg_uuid_t *client, int64 *horizon);
+
 #endif							/* KZ_REGISTRY_H */

@@ -3,17 +3,36 @@
  * stamp.c
  *	  Numbering a change and recording its entry (stamp.h).
  *
- * Invariant F (the fence): every seq s <= L, where L is the sequence's
- * high-water read under the fence, already has its entry tuple in the heap
- * and in the seq index of changelog or tombstones (committed, in flight or
- * aborted).  A writer holds RowExclusiveLock on kizunasync.seq_fence from
- * just before nextval() until its entry's heap and index inserts have
- * returned; a pull takes ShareLock on it for the instant it reads L (see
- * horizon.c).  ShareLock conflicts with RowExclusiveLock, so when the pull
- * holds it no writer is between "drew a seq" and "inserted its entry";
- * writers do not conflict with each other, and the lock is released right
- * after the insert, never held to commit.  The argument is in
- * decisions/0010-sequencing.md.
+ * Invariant S (the section): seq order is the order of the entries'
+ * inserts.  Drawing a seq and inserting its entry (the heap tuple, and its
+ * entries in the indexes a pull reads: the seq index and the (table,
+ * bucket, seq) index) happen inside one section that writers enter one at
+ * a time: the exclusive content lock of block 0 of kizunasync.seq_fence (an
+ * empty page that holds no row, created by the first writer that finds
+ * none), released right after the inserts, never held to commit.  So when
+ * a seq index holds s, every seq below s has its heap tuple and those
+ * index entries in place, and in the WAL their records precede every
+ * record of the entry of s: a hot standby that replayed s's index entry
+ * has replayed all of them.  A pull takes no lock at all (horizon.c).  The
+ * argument is in decisions/0010-sequencing.md.
+ *
+ * A buffer content lock is an LWLock: no lock table, and a released lock
+ * goes to whichever writer runs first rather than being handed to a
+ * sleeping one (a heavyweight lock convoys when 16 writers share 2 cores).
+ * In exchange a waiter cannot be cancelled and is not seen by the deadlock
+ * detector, so nothing inside the section may wait for another
+ * transaction: superseded entries are deleted before it, the sequence is
+ * opened and locked before it, and the inserts' unique checks are only
+ * noted inside it (UNIQUE_CHECK_PARTIAL) and completed after it, where the
+ * entry's other index entries (the row-key unique index, deleted_at) are
+ * written too: the section stays as short as the argument allows.  Inside
+ * it a writer takes only buffer locks of the bookkeeping relations (lock
+ * order: the section first; no one takes the section holding another
+ * buffer lock) and their relation extension locks (held briefly, and only
+ * by writers inside the section).  An error releases it (LWLockReleaseAll
+ * at (sub)transaction abort).  A statement with many changes enters it once
+ * per chunk of at most KZ_STAMP_CHUNK, so other writers wait for at most
+ * one chunk.
  *
  * Entries are written with direct heap and index access: no statement is
  * parsed or planned and no name is resolved, so nothing the writer
@@ -25,9 +44,14 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/relation.h"
+#include "access/table.h"
 #include "access/xact.h"
+#include "access/xloginsert.h"
 #include "commands/sequence.h"
 #include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/bufpage.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
@@ -38,6 +62,9 @@
 
 #include "bookkeeping.h"
 #include "stamp.h"
+
+/* Changes per entry into the section (a bulk statement yields between chunks). */
+#define KZ_STAMP_CHUNK	32
 
 static int64 stamp_wait_after_draw = 0;
 static LocalTransactionId stamp_recorded_lxid = InvalidLocalTransactionId;
@@ -122,108 +149,226 @@ stamp_columns(Relation changelog, Relation tombstones, StampColumns *cl, StampCo
 	tb->deleted_at = stamp_attnum(tombstones, "deleted_at");
 }
 
+/* One entry of a chunk, built outside the section. */
+typedef struct StampEntry
+{
+	KzBkTable  *t;
+	StampColumns *c;
+	const bool *first;			/* indexes inserted inside the section */
+	Datum	   *values;
+	bool	   *nulls;
+	HeapTuple	tup;			/* inserted, its other indexes to do */
+	bool		deferred;		/* a unique check was deferred */
+} StampEntry;
+
+/*
+ * Which indexes of t get their entry inside the section: those a pull reads
+ * without a snapshot (the seq index and the (table, bucket, seq) index,
+ * horizon.c).  The others (the row-key unique index, deleted_at) are
+ * written right after it, where their unique checks may wait.
+ */
+static bool *
+stamp_first_indexes(KzBkTable *t, const char *seq_index, const char *bucket_index)
+{
+	bool	   *first = palloc0(sizeof(bool) * Max(t->nindexes, 1));
+	int			i;
+
+	for (i = 0; i < t->nindexes; i++)
+	{
+		const char *name = RelationGetRelationName(t->indexes[i]);
+
+		first[i] = strcmp(name, seq_index) == 0 || strcmp(name, bucket_index) == 0;
+	}
+	return first;
+}
+
+/*
+ * The end of the chunk that starts at changes[i]: at most KZ_STAMP_CHUNK
+ * changes, no two of the same row key, so that every superseded entry of
+ * the chunk can be deleted before any of its entries is inserted.
+ */
+static int
+stamp_chunk_end(const KzChange *changes, int i, int n)
+{
+	int			end;
+
+	for (end = i + 1; end < n && end - i < KZ_STAMP_CHUNK; end++)
+	{
+		int			k;
+
+		for (k = i; k < end; k++)
+			if (strcmp(changes[k].pk, changes[end].pk) == 0 &&
+				strcmp(changes[k].table_name, changes[end].table_name) == 0)
+				return end;
+	}
+	return end;
+}
+
+/* Delete what the change supersedes and build its entry (outside the section). */
+static void
+stamp_prepare(const KzChange *ch, KzBkTable *cl, Relation cl_key, StampColumns *clc,
+			  const bool *clfirst, KzBkTable *tb, Relation tb_key, StampColumns *tbc,
+			  const bool *tbfirst, StampEntry *e)
+{
+	const char *clkey[2];
+	const char *tbkey[3];
+	int			natts;
+
+	/* earlier changes of this batch must be visible to the lookups */
+	CommandCounterIncrement();
+	clkey[0] = ch->table_name;
+	clkey[1] = ch->pk;
+	kz_bk_delete_unique(cl, cl_key, 2, clkey);
+	if (ch->op == 'd')
+	{
+		tbkey[0] = ch->table_name;
+		tbkey[1] = ch->pk;
+		tbkey[2] = ch->bucket_value;
+		kz_bk_delete_unique(tb, tb_key, 3, tbkey);
+	}
+
+	e->t = ch->op == 'd' ? tb : cl;
+	e->c = ch->op == 'd' ? tbc : clc;
+	e->first = ch->op == 'd' ? tbfirst : clfirst;
+	e->tup = NULL;
+	e->deferred = false;
+	natts = RelationGetDescr(e->t->heap)->natts;
+	e->values = palloc0(sizeof(Datum) * natts);
+	e->nulls = palloc(sizeof(bool) * natts);
+	memset(e->nulls, true, sizeof(bool) * natts);
+	e->values[e->c->table_name] = CStringGetTextDatum(ch->table_name);
+	e->nulls[e->c->table_name] = false;
+	e->values[e->c->pk] = CStringGetTextDatum(ch->pk);
+	e->nulls[e->c->pk] = false;
+	if (ch->bucket_value != NULL)
+	{
+		e->values[e->c->bucket_value] = CStringGetTextDatum(ch->bucket_value);
+		e->nulls[e->c->bucket_value] = false;
+	}
+	if (ch->op == 'd')
+	{
+		e->values[e->c->bucket_snapshot] = DirectFunctionCall1(jsonb_in,
+															   CStringGetDatum(ch->snapshot));
+		e->nulls[e->c->bucket_snapshot] = false;
+		e->values[e->c->deleted_at] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+		e->nulls[e->c->deleted_at] = false;
+	}
+	else if (TransactionIdIsValid(ch->row_xmin))
+	{
+		e->values[e->c->row_xmin] = TransactionIdGetDatum(ch->row_xmin);
+		e->nulls[e->c->row_xmin] = false;
+	}
+}
+
+/*
+ * The section's page: block 0 of seq_fence, an initialized empty page.  A
+ * fresh install, a restore or a VACUUM that truncated the table leaves
+ * none; the first writer then adds it (WAL-logged, holding no row).
+ */
+static Buffer
+stamp_section_page(Relation fence)
+{
+	Buffer		buf;
+
+	if (RelationGetNumberOfBlocks(fence) == 0)
+	{
+		LockRelationForExtension(fence, ExclusiveLock);
+		if (RelationGetNumberOfBlocks(fence) == 0)
+		{
+			buf = ReadBufferExtended(fence, MAIN_FORKNUM, P_NEW, RBM_ZERO_AND_LOCK, NULL);
+			START_CRIT_SECTION();
+			PageInit(BufferGetPage(buf), BufferGetPageSize(buf), 0);
+			MarkBufferDirty(buf);
+			log_newpage_buffer(buf, true);
+			END_CRIT_SECTION();
+			UnlockReleaseBuffer(buf);
+		}
+		UnlockRelationForExtension(fence, ExclusiveLock);
+	}
+	return ReadBuffer(fence, 0);
+}
+
 int64
 kz_stamp_record(const KzChange *changes, int n)
 {
-	Oid			fence;
 	Oid			seqid;
+	Relation	seqrel;
+	Relation	fence;
+	Buffer		section;
 	KzBkTable	cl;
 	KzBkTable	tb;
 	Relation	cl_key;
 	Relation	tb_key;
 	StampColumns clc;
 	StampColumns tbc;
+	bool	   *clfirst;
+	bool	   *tbfirst;
+	StampEntry *chunk;
 	int64		seq = 0;
-	int			i;
+	int			i,
+				end,
+				j;
 
 	if (n <= 0)
 		return 0;
 	stamp_recorded_lxid = MyProc->lxid;
-	fence = kz_bk_relid("seq_fence");
 	seqid = kz_bk_relid("change_seq");
+
+	/* locked and in the relcache before the section, so nextval() never waits in it */
+	seqrel = relation_open(seqid, RowExclusiveLock);
+	fence = table_open(kz_bk_relid("seq_fence"), RowExclusiveLock);
+	section = stamp_section_page(fence);
 	kz_bk_open(&cl, "changelog");
 	kz_bk_open(&tb, "tombstones");
 	cl_key = kz_bk_index(&cl, "changelog_table_name_pk_key");
 	tb_key = kz_bk_index(&tb, "tombstones_table_name_pk_bucket_value_key");
 	stamp_columns(cl.heap, tb.heap, &clc, &tbc);
+	clfirst = stamp_first_indexes(&cl, "changelog_pkey", "changelog_bucket_idx");
+	tbfirst = stamp_first_indexes(&tb, "tombstones_pkey", "tombstones_bucket_idx");
+	chunk = palloc(sizeof(StampEntry) * Min(n, KZ_STAMP_CHUNK));
 
-	for (i = 0; i < n; i++)
+	for (i = 0; i < n; i = end)
 	{
-		const KzChange *ch = &changes[i];
-		const char *clkey[2];
-		const char *tbkey[3];
-		KzBkTable  *t;
-		StampColumns *c;
-		Datum	   *values;
-		bool	   *nulls;
-		int			natts;
-
-		/* earlier changes of this batch must be visible to the lookups */
+		end = stamp_chunk_end(changes, i, n);
+		for (j = i; j < end; j++)
+			stamp_prepare(&changes[j], &cl, cl_key, &clc, clfirst, &tb, tb_key, &tbc, tbfirst,
+						  &chunk[j - i]);
 		CommandCounterIncrement();
 
-		/*
-		 * Outside the fence: remove what this entry supersedes, so that the
-		 * insert's unique check below meets no live tuple of another
-		 * transaction and never waits while inside the fence.
-		 */
-		clkey[0] = ch->table_name;
-		clkey[1] = ch->pk;
-		kz_bk_delete_unique(&cl, cl_key, 2, clkey);
-		if (ch->op == 'd')
+		/* The section: draw + insert, one writer at a time. */
+		LockBuffer(section, BUFFER_LOCK_EXCLUSIVE);
+		for (j = i; j < end; j++)
 		{
-			tbkey[0] = ch->table_name;
-			tbkey[1] = ch->pk;
-			tbkey[2] = ch->bucket_value;
-			kz_bk_delete_unique(&tb, tb_key, 3, tbkey);
-		}
-		CommandCounterIncrement();
+			StampEntry *e = &chunk[j - i];
 
-		t = ch->op == 'd' ? &tb : &cl;
-		c = ch->op == 'd' ? &tbc : &clc;
-		natts = RelationGetDescr(t->heap)->natts;
-		values = palloc0(sizeof(Datum) * natts);
-		nulls = palloc(sizeof(bool) * natts);
-		memset(nulls, true, sizeof(bool) * natts);
-		values[c->table_name] = CStringGetTextDatum(ch->table_name);
-		nulls[c->table_name] = false;
-		values[c->pk] = CStringGetTextDatum(ch->pk);
-		nulls[c->pk] = false;
-		if (ch->bucket_value != NULL)
-		{
-			values[c->bucket_value] = CStringGetTextDatum(ch->bucket_value);
-			nulls[c->bucket_value] = false;
+			seq = nextval_internal(seqid, false);
+			if (stamp_wait_after_draw != 0)
+				DirectFunctionCall1(pg_advisory_xact_lock_shared_int8,
+									Int64GetDatum(stamp_wait_after_draw));
+			e->values[e->c->seq] = Int64GetDatum(seq);
+			e->nulls[e->c->seq] = false;
+			e->tup = kz_bk_insert_first(e->t, e->values, e->nulls, e->first, &e->deferred);
 		}
-		if (ch->op == 'd')
-		{
-			values[c->bucket_snapshot] = DirectFunctionCall1(jsonb_in,
-															 CStringGetDatum(ch->snapshot));
-			nulls[c->bucket_snapshot] = false;
-			values[c->deleted_at] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-			nulls[c->deleted_at] = false;
-		}
-		else if (TransactionIdIsValid(ch->row_xmin))
-		{
-			values[c->row_xmin] = TransactionIdGetDatum(ch->row_xmin);
-			nulls[c->row_xmin] = false;
-		}
+		LockBuffer(section, BUFFER_LOCK_UNLOCK);
 
-		/* The fence: draw + insert, with no pull reading L in between. */
-		LockRelationOid(fence, RowExclusiveLock);
-		seq = nextval_internal(seqid, false);
-		if (stamp_wait_after_draw != 0)
-			DirectFunctionCall1(pg_advisory_xact_lock_shared_int8,
-								Int64GetDatum(stamp_wait_after_draw));
-		values[c->seq] = Int64GetDatum(seq);
-		nulls[c->seq] = false;
-		kz_bk_insert(t, values, nulls);
-		UnlockRelationOid(fence, RowExclusiveLock);
+		for (j = i; j < end; j++)
+		{
+			StampEntry *e = &chunk[j - i];
 
-		pfree(values);
-		pfree(nulls);
+			kz_bk_insert_rest(e->t, e->tup, e->first, e->deferred);
+			pfree(e->values);
+			pfree(e->nulls);
+		}
 	}
 	CommandCounterIncrement();
 
+	pfree(chunk);
+	pfree(clfirst);
+	pfree(tbfirst);
+	ReleaseBuffer(section);
 	kz_bk_close(&tb);
 	kz_bk_close(&cl);
+	table_close(fence, NoLock);
+	relation_close(seqrel, NoLock);
 	return seq;
 }

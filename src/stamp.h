@@ -2,8 +2,9 @@
  *
  * stamp.h
  *	  Numbering: drawing a change's seq and recording its entry, inside the
- *	  fence that makes "draw + insert" atomic with respect to a pull reading
- *	  the high-water (decisions/0010-sequencing.md, Invariant F).
+ *	  section that writers enter one at a time, so that seq order is the
+ *	  order of the entries' inserts (decisions/0010-sequencing.md,
+ *	  Invariant S).
  *	  Implemented in src/stamp.c.
  *
  *-------------------------------------------------------------------------
@@ -28,9 +29,9 @@ typedef struct KzChange
 
 /*
  * Record changes[0 .. n-1] in order: for each, delete the entries it
- * supersedes (outside the fence), then draw its seq and insert its entry
- * inside the fence.  Returns the last seq drawn.  Runs no SQL and no code
- * of anybody's but PostgreSQL's.
+ * supersedes (outside the section), then draw its seq and insert its entry
+ * inside the section, in chunks.  Returns the last seq drawn.  Runs no SQL
+ * and no code of anybody's but PostgreSQL's.
  */
 extern int64 kz_stamp_record(const KzChange *changes, int n);
 
@@ -46,9 +47,10 @@ extern void kz_stamp_check_lengths(const char *table_name, const char *pk,
 
 /*
  * Test-only wait point: when key is non-zero, a writer that has drawn a seq
- * waits, before inserting its entry (inside the fence), for a shared
- * transaction-level advisory lock on key.  Declared in SQL by the test
- * setup only.
+ * waits, before inserting its entry (inside the section), for a shared
+ * transaction-level advisory lock on key.  Every other writer waits for the
+ * section meanwhile, uninterruptibly: the session holding the advisory
+ * lock must not write synced rows.  Declared in SQL by the test setup only.
  */
 extern void kz_stamp_set_wait_after_draw(int64 key);
 

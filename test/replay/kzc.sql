@@ -61,7 +61,7 @@ BEGIN
 	TRUNCATE kizunasync.changelog, kizunasync.tombstones, kizunasync.bucket_grants,
 			 kizunasync.row_hlc, kizunasync.conflict_journal, kizunasync.verdicts,
 			 kizunasync.clients;
-	TRUNCATE kzc.stamped;
+	TRUNCATE kzc.stamped, kzc.retries;
 	-- The transcripts number from small seqs: this "incarnation" starts at 1.
 	INSERT INTO kizunasync.reap_state (id, reaped_seq, reaped_at, first_seq)
 		 VALUES (true, 0, NULL, 1)
@@ -398,6 +398,69 @@ BEGIN
 		END IF;
 		RETURN NEXT 'KZ|' || label || '|want|' || expected::text;
 	END IF;
+END
+$$;
+
+-- ------------------------------------------------------------------------
+-- Pulls the way a client of a read replica makes them (issue 15,
+-- decisions/0085): replay.py --pull-via standby|readonly routes every pull
+-- rpc through kzc.client_pull, which runs it over dblink on target (a hot
+-- standby, or the primary itself) in a READ ONLY transaction, once target
+-- has replayed everything the primary has written so far.  A KZL03 answer
+-- (retry on the primary) is retried on the primary read-write, as the
+-- README tells clients to, and recorded in kzc.retries; any other error
+-- comes back with its SQLSTATE and message.
+
+CREATE TABLE kzc.retries (
+	step   integer NOT NULL,
+	detail text NOT NULL
+);
+
+-- Flush the primary's WAL (a held-open transaction's records may sit
+-- unflushed, and a walsender sends only flushed WAL), then wait until
+-- target has replayed everything written before the call.
+CREATE PROCEDURE kzc.wait_replayed(target text, self text)
+LANGUAGE plpgsql AS $$
+DECLARE
+	lsn   pg_lsn := pg_current_wal_lsn();
+	done  boolean;
+	t0    timestamptz := clock_timestamp();
+BEGIN
+	PERFORM * FROM dblink(self, 'SELECT pg_catalog.txid_current()') AS t(x bigint);
+	IF NOT 'kzc_target' = ANY (coalesce(dblink_get_connections(), '{}')) THEN
+		PERFORM dblink_connect('kzc_target', target);
+	END IF;
+	LOOP
+		SELECT r INTO done FROM dblink('kzc_target',
+			format('SELECT NOT pg_catalog.pg_is_in_recovery() OR pg_catalog.pg_last_wal_replay_lsn() >= %L::pg_lsn', lsn))
+			AS t(r boolean);
+		EXIT WHEN done;
+		IF clock_timestamp() - t0 > interval '60 seconds' THEN
+			RAISE EXCEPTION 'the standby did not replay up to % within 60 s', lsn;
+		END IF;
+		PERFORM pg_sleep(0.005);
+	END LOOP;
+END
+$$;
+
+CREATE FUNCTION kzc.client_pull(target text, self text, claims text, call text, step integer)
+RETURNS text
+LANGUAGE plpgsql AS $$
+DECLARE
+	body text := format('SET LOCAL ROLE authenticated; '
+						'SELECT pg_catalog.set_config(''request.jwt.claims'', %L, true); '
+						'SELECT (%s)::text', claims, call);
+	res  text;
+BEGIN
+	CALL kzc.wait_replayed(target, self);
+	BEGIN
+		SELECT r INTO res FROM dblink(target, 'SET TRANSACTION READ ONLY; ' || body) AS t(r text);
+		RETURN res;
+	EXCEPTION WHEN SQLSTATE 'KZL03' THEN
+		INSERT INTO kzc.retries VALUES (step, SQLERRM);
+	END;
+	SELECT r INTO res FROM dblink(self, body) AS t(r text);
+	RETURN res;
 END
 $$;
 

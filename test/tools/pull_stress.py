@@ -25,6 +25,12 @@ bucket 6 too.  The run reports, per puller, the most holes its cursors
 listed and how many of its pulls ran while more than 512 seqs of its
 buckets were in flight; it fails if no pull did.
 
+--pull-via standby (issue 15) sends every pull to the hot standby of the
+cluster (test/replica/standby.sh; KZ_STANDBY_PORT), --pull-via readonly to
+a READ ONLY transaction on the primary; a KZL03 answer is retried on the
+primary read-write, as a client does (decisions/0085).  Before draining,
+the pullers wait until the standby has replayed everything written.
+
   python3 test/tools/pull_stress.py [--writers 4] [--pullers 3] [--seconds 20]
 
 Uses the PG* environment (scripts/devenv.sh) and a database it creates
@@ -50,9 +56,28 @@ def buckets(owners):
     return json.dumps([{"table": "stress", "params": {"owner": o}} for o in owners])
 
 
+def standby_conninfo(db):
+    port = os.environ.get("KZ_STANDBY_PORT") or str(int(os.environ.get("PGPORT", "5432")) + 1)
+    return "dbname=%s port=%s" % (db, port)
+
+
+def wait_replayed(db):
+    """Until the standby has replayed everything the primary wrote so far."""
+    lsn = run_sql(db, "SELECT pg_current_wal_lsn()").strip()
+    run_sql(db, "SELECT txid_current()")  # flushes WAL up to lsn
+    for _ in range(6000):
+        if run_sql(standby_conninfo(db), "SELECT pg_last_wal_replay_lsn() >= '%s'::pg_lsn" % lsn).strip() == "t":
+            return
+        time.sleep(0.01)
+    raise RuntimeError("the standby did not replay up to %s" % lsn)
+
+
 class Puller:
-    def __init__(self, db, n, rng, limit, owners):
-        self.s = Session(db)
+    def __init__(self, db, n, rng, limit, owners, via="primary"):
+        self.via = via
+        self.s = Session(standby_conninfo(db) if via == "standby" else db)
+        self.primary = Session(db) if via != "primary" else None
+        self.retries = 0
         self.owners = owners
         self.buckets = buckets(owners)
         self.rng = rng
@@ -64,14 +89,25 @@ class Puller:
         self.max_holes = 0
         self.pulls_over_limit = 0  # pulls made while > 512 seqs of its buckets were in flight
         sub = "00000000-0000-4000-8000-%012d" % (900 + n)
-        self.s.query("SELECT set_config('request.jwt.claims', '%s', false);"
-                     % json.dumps({"sub": sub, "role": "authenticated"}))
-        self.s.query("SET ROLE authenticated;")
+        for ses in (self.s, self.primary):
+            if ses is None:
+                continue
+            ses.query("SELECT set_config('request.jwt.claims', '%s', false);"
+                      % json.dumps({"sub": sub, "role": "authenticated"}))
+            ses.query("SET ROLE authenticated;")
+            ses.query("\\set VERBOSITY verbose")
 
     def pull(self):
         t0 = time.monotonic()
-        out = self.s.query("SELECT 'P|' || kizunasync.pull('%s', '%s', 1, %d)::text;"
-                           % (self.buckets, self.cursor, self.limit))
+        call = ("SELECT 'P|' || kizunasync.pull('%s', '%s', 1, %d)::text;"
+                % (self.buckets, self.cursor, self.limit))
+        if self.via == "primary":
+            out = self.s.query(call)
+        else:
+            out = self.s.query("BEGIN READ ONLY;\n" + call + "\nCOMMIT;")
+            if any("KZL03" in l for l in out if l.startswith("ERROR")):
+                self.retries += 1
+                out = self.primary.query(call)
         page = [l for l in out if l.startswith("P|")]
         if len(page) != 1:
             cur = self.cursor if len(self.cursor) <= 80 else self.cursor[:80] + "...(%d chars)" % len(self.cursor)
@@ -174,9 +210,13 @@ def main():
     ap.add_argument("--scan-cap", type=int, default=0, help="settings.max_pull_scan for the run")
     ap.add_argument("--big-txns", action="store_true",
                     help="also transactions of 600 .. 1,500 rows of a bucket and one of 100,000 (issue 11)")
+    ap.add_argument("--pull-via", choices=("primary", "readonly", "standby"), default="primary",
+                    help="where the pullers pull (issue 15): the primary, a READ ONLY transaction on it, "
+                         "or the hot standby")
     args = ap.parse_args()
     rng = random.Random(args.seed)
-    print(f"pull_stress: seed {args.seed}, {args.writers} writers, {args.pullers} pullers, {args.seconds}s")
+    print(f"pull_stress: seed {args.seed}, {args.writers} writers, {args.pullers} pullers, {args.seconds}s"
+          + (f", pulls via {args.pull_via}" if args.pull_via != "primary" else ""))
 
     subprocess.run(["dropdb", "--if-exists", DB], check=True)
     subprocess.run(["createdb", DB], check=True)
@@ -204,7 +244,10 @@ def main():
         return sorted(rng.sample(range(1, 6), rng.randint(1, 4)))
 
     limits = [20, 100, 1000] if args.big_txns else [1, 3, 7, 20]
-    pullers = [Puller(DB, i, random.Random(rng.random()), limit=rng.choice(limits), owners=owners())
+    if args.pull_via == "standby":
+        wait_replayed(DB)
+    pullers = [Puller(DB, i, random.Random(rng.random()), limit=rng.choice(limits), owners=owners(),
+                      via=args.pull_via)
                for i in range(args.pullers)]
     errors = []
     bigs = []
@@ -222,11 +265,15 @@ def main():
     def writing():
         return any(w.poll() is None for w in writers) or any(b.is_alive() for b in bigs)
 
+    drain_ready = threading.Event()
+
     def pull_loop(p):
         try:
             while writing():
                 p.pull()
                 time.sleep(p.rng.uniform(0, 0.05))
+            if args.pull_via == "standby":
+                drain_ready.wait()
             for _ in range(100000):
                 more, n = p.pull()
                 if not more:
@@ -239,6 +286,19 @@ def main():
     threads = [threading.Thread(target=pull_loop, args=(p,)) for p in pullers]
     for t in threads:
         t.start()
+    if args.pull_via == "standby":
+        # the writers are done when every puller has left its loop; then the
+        # standby must have replayed everything before the pullers drain
+        while writing():
+            time.sleep(0.05)
+        for w in writers:
+            w.wait()
+        for b in bigs:
+            b.join()
+        try:
+            wait_replayed(DB)
+        finally:
+            drain_ready.set()
     for t in threads:
         t.join()
     for w in writers:
@@ -262,6 +322,7 @@ def main():
         diff = [k for k in set(p.replica) | set(want) if p.replica.get(k) != want.get(k)]
         print(f"pull_stress: puller {i} (limit {p.limit}, owners {p.owners}): {p.pages} pages, {p.entries} entries, "
               f"max holes {p.max_holes}, "
+              + (f"pulls via {p.via}, KZL03 retried on the primary {p.retries}, " if p.via != "primary" else "")
               + (f"pulls with > 512 in flight {p.pulls_over_limit}, " if args.big_txns else "")
               + f"cursor {p.cursor}, replica {'==' if same else '!='} table"
               + ("" if same else f" ({len(diff)} keys differ, e.g. "
@@ -277,6 +338,8 @@ def main():
     print(f"pull_stress: {len(table)} rows, {changes} seqs drawn: {'PASS' if ok else 'FAIL'}")
     for p in pullers:
         p.s.close()
+        if p.primary:
+            p.primary.close()
     return 0 if ok else 1
 
 
