@@ -14,7 +14,7 @@
 #   d. a READ ONLY (GET-style) pull waits and returns at the commit too; a
 #      REPEATABLE READ pull does not wait (its snapshot cannot change); a
 #      GET pull that has to record something (a bucket grant) is refused
-#      clearly (25006, call it with POST).
+#      clearly (KZL03, retry with POST).
 # The owner configures, clients pull in the Data API shape.  Timings are
 # wall-clock on a shared machine: the bounds leave room for load.
 T_NAME=long_poll
@@ -190,7 +190,8 @@ check_true "d: a REPEATABLE READ pull does not wait ($(secs "${a0:-0}" "${a1:-0}
 	le "$(secs "${a0:-0}" "${a1:-0}")" 0.3
 sess_send holder "COMMIT;"; sess_sync holder; sess_close holder
 # a GET pull that has something to record (user b's first rows: a bucket
-# grant) cannot write in its read-only transaction: a clear 25006
+# grant) cannot write in its read-only transaction: KZL03, retry with POST
+# (decisions/0085)
 qo "$DB" -c "INSERT INTO public.feed VALUES (50, '$UB', 'b')" >/dev/null
 out=$(psql -X -q -A -t -d "$DB" -v VERBOSITY=verbose 2>&1 <<SQL
 BEGIN ISOLATION LEVEL READ COMMITTED READ ONLY;
@@ -200,8 +201,8 @@ SELECT kizunasync.pull(buckets => '[{"table": "feed", "params": {"owner_id": "$U
 COMMIT;
 SQL
 )
-check "d: a READ ONLY (GET) pull that must record a bucket grant fails with 25006" \
-	"$(printf '%s\n' "$out" | sed -n 's/.*ERROR:  \([0-9A-Z]\{5\}\): .*/\1/p' | head -n 1)" "25006"
-check_true "d: ... saying to call it with POST" grep -q 'HINT:  Call it with POST' <<< "$out"
+check "d: a READ ONLY (GET) pull that must record a bucket grant fails with KZL03" \
+	"$(printf '%s\n' "$out" | sed -n 's/.*ERROR:  \([0-9A-Z]\{5\}\): .*/\1/p' | head -n 1)" "KZL03"
+check_true "d: ... saying to retry with POST on the primary" grep -q 'HINT:  Retry the same request on the primary.*POST' <<< "$out"
 
 finish
