@@ -11,6 +11,7 @@
 #include "nodes/pg_list.h"
 #include "utils/memutils.h"
 
+#include "capture_batch.h"
 #include "capture_queue.h"
 #include "stamp.h"
 
@@ -140,6 +141,8 @@ kz_capture_emit(const KzChange *changes, int n)
 void
 kz_capture_queue_begin(void)
 {
+	/* changes go to the queue directly while it is on: none may be pending */
+	kz_capture_batch_flush();
 	queue_register();
 	if (!queue_on)
 		queue_on_subid = GetCurrentSubTransactionId();
@@ -180,6 +183,12 @@ kz_capture_queue_end(void)
 						list_length(queue))));
 	queue_on = false;
 	queue_on_subid = InvalidSubTransactionId;
+}
+
+bool
+kz_capture_queue_active(void)
+{
+	return queue_on;
 }
 
 int
