@@ -145,9 +145,10 @@ kz_capture_batch_flush(void)
 
 	if (n == 0 || batch_flushing)
 		return;
+	/* a keeper block a slice fits in: resetting it returns nothing to malloc */
 	if (flush_cxt == NULL)
 		flush_cxt = AllocSetContextCreate(TopMemoryContext, "kizunasync capture flush",
-										  ALLOCSET_DEFAULT_SIZES);
+										  0, 256 * 1024, 256 * 1024);
 	arr = MemoryContextAlloc(pending.cxt, sizeof(KzChange) * n);
 	for (i = 0; i < n; i++)
 		arr[i] = pending.items[i].change;
