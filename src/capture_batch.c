@@ -145,10 +145,6 @@ kz_capture_batch_flush(void)
 
 	if (n == 0 || batch_flushing)
 		return;
-	/* a keeper block a slice fits in: resetting it returns nothing to malloc */
-	if (flush_cxt == NULL)
-		flush_cxt = AllocSetContextCreate(TopMemoryContext, "kizunasync capture flush",
-										  0, 256 * 1024, 256 * 1024);
 	arr = MemoryContextAlloc(pending.cxt, sizeof(KzChange) * n);
 	for (i = 0; i < n; i++)
 		arr[i] = pending.items[i].change;
@@ -162,17 +158,26 @@ kz_capture_batch_flush(void)
 	batch_flushing = true;
 	PG_TRY();
 	{
-		/*
-		 * In slices, each in a fresh memory context: kz_stamp_record frees
-		 * nothing per change, and a large batch's garbage costs more in
-		 * page faults than the slices cost in opening the tables.
-		 */
-		for (i = 0; i < n; i += FLUSH_SLICE)
+		if (n <= FLUSH_SLICE / 4)
+			kz_capture_emit(arr, n);	/* a few rows: in the caller's memory */
+		else
 		{
-			MemoryContextReset(flush_cxt);
-			MemoryContextSwitchTo(flush_cxt);
-			kz_capture_emit(arr + i, Min(FLUSH_SLICE, n - i));
-			MemoryContextSwitchTo(old);
+			/*
+			 * In slices, each in a context whose keeper block it fits in:
+			 * kz_stamp_record frees nothing per change, and memory returned
+			 * to malloc between slices comes back as page faults.
+			 */
+			if (flush_cxt == NULL)
+				flush_cxt = AllocSetContextCreate(TopMemoryContext,
+												  "kizunasync capture flush",
+												  0, 256 * 1024, 256 * 1024);
+			for (i = 0; i < n; i += FLUSH_SLICE)
+			{
+				MemoryContextReset(flush_cxt);
+				MemoryContextSwitchTo(flush_cxt);
+				kz_capture_emit(arr + i, Min(FLUSH_SLICE, n - i));
+				MemoryContextSwitchTo(old);
+			}
 		}
 	}
 	PG_FINALLY();
@@ -193,7 +198,8 @@ kz_capture_batch_flush(void)
 	batch_list_reset(&pending);
 	pending_max_level = 0;
 	pending_orphans = false;
-	MemoryContextReset(flush_cxt);
+	if (flush_cxt != NULL)
+		MemoryContextReset(flush_cxt);
 }
 
 /* A hooked statement ended: record what was captured inside it. */
