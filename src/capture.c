@@ -14,8 +14,9 @@
  *	 UPDATE moving the bucket or	tombstone(old key, old bucket), then
  *	   changing the key				entry(new key)
  *	 DELETE							tombstone(key, bucket)
- * Changes are numbered and recorded at once (kz_stamp_record), unless the
- * push queue is on (capture_queue.h).
+ * Changes are handed to the statement's batch (capture_batch.h), which
+ * numbers and records them (kz_stamp_record) when the statement ends, or
+ * to the push queue while it is on (capture_queue.h).
  *
  * Replica mode: writes applied by logical replication (a session with a
  * replication origin, or a logical replication worker) are captured; a
@@ -48,7 +49,7 @@
 #include "utils/rel.h"
 
 #include "capture.h"
-#include "capture_queue.h"
+#include "capture_batch.h"
 #include "identity.h"
 #include "jsonbutil.h"
 #include "rowkey.h"
@@ -374,7 +375,7 @@ kz_capture(PG_FUNCTION_ARGS)
 		return PointerGetDatum(result);
 	if (forget_hlc)
 		kz_capture_forget_row_hlc(conf, oldimg.pk);
-	kz_capture_emit(changes, n);
+	kz_capture_batch_add(changes, n);
 	if (conf->wakeup)
 		kz_wakeup_note(conf->table_name, conf->relid);
 	return PointerGetDatum(result);

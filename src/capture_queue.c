@@ -182,6 +182,12 @@ kz_capture_queue_end(void)
 	queue_on_subid = InvalidSubTransactionId;
 }
 
+bool
+kz_capture_queue_active(void)
+{
+	return queue_on;
+}
+
 int
 kz_capture_queue_length(void)
 {

@@ -18,10 +18,14 @@
 
 #include "stamp.h"
 
+/* Turn queuing on; the caller flushes pending batched changes first. */
 extern void kz_capture_queue_begin(void);
 extern void kz_capture_queue_flush(void);
 extern void kz_capture_queue_discard(void);
 extern void kz_capture_queue_end(void);	/* ERROR if changes are left unflushed */
+
+/* Is queuing on? */
+extern bool kz_capture_queue_active(void);
 
 /* Number of changes queued now. */
 extern int	kz_capture_queue_length(void);

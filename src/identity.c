@@ -22,6 +22,7 @@
 #include "utils/uuid.h"
 
 #include "bookkeeping.h"
+#include "capture_batch.h"
 #include "errors.h"
 #include "identity.h"
 
@@ -68,6 +69,9 @@ kz_entry(FunctionCallInfo fcinfo, const char *fname, bool refuse_sro, KzCaller *
 				 errdetail("REFRESH MATERIALIZED VIEW, ANALYZE, VACUUM, CREATE INDEX and autovacuum "
 						   "evaluate view and index expressions as their owner with restricted rights.")));
 	caller->role = GetUserId();
+
+	/* what this transaction's statements captured is recorded before we look */
+	kz_capture_batch_flush();
 }
 
 /* The entry point running in this backend, or NULL. */

@@ -24,6 +24,7 @@
 #include <jansson.h>
 
 #include "kizunasync.h"
+#include "capture_batch.h"
 #include "push_decide.h"
 #include "wakeup.h"
 
@@ -50,4 +51,5 @@ _PG_init(void)
 	json_set_alloc_funcs(kz_json_malloc, kz_json_free);
 	kz_push_decide_define_gucs();
 	kz_wakeup_define_gucs();
+	kz_capture_batch_init();
 }

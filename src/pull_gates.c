@@ -190,10 +190,10 @@ gates_cast_error_callback(void *arg)
  * Cast a param value through its column's type and render it as to_jsonb
  * does (pull runs under the rendering settings).  A value the type refuses
  * raises the type's own class-22 error, with a context line naming the
- * param.
+ * param.  *cast is the cast value (0 for null).
  */
 static Jsonb *
-gates_cast_param(KzTableDesc *t, KzColumn *col, const KzPullParam *p, int idx)
+gates_cast_param(KzTableDesc *t, KzColumn *col, const KzPullParam *p, int idx, Datum *cast)
 {
 	Oid			typinput;
 	Oid			typioparam;
@@ -204,6 +204,7 @@ gates_cast_param(KzTableDesc *t, KzColumn *col, const KzPullParam *p, int idx)
 	GatesCastContext cc;
 	Datum		result;
 
+	*cast = (Datum) 0;
 	if (p->kind == KZ_PARAM_NULL)
 		return kz_jsonb_null();
 
@@ -217,6 +218,7 @@ gates_cast_param(KzTableDesc *t, KzColumn *col, const KzPullParam *p, int idx)
 
 	getTypeInputInfo(col->typid, &typinput, &typioparam);
 	value = OidInputFunctionCall(typinput, p->text, typioparam, col->typmod);
+	*cast = value;
 
 	/* to_jsonb is polymorphic: give it an expression to learn the type from */
 	fmgr_info(F_TO_JSONB, &flinfo);
@@ -248,7 +250,9 @@ kz_pull_cast_params(const KzPullRequest *req, KzPullTables *pt)
 			KzScopeParam *sp = &s->params[j];
 
 			sp->name = p->name;
-			sp->value = gates_cast_param(s->table, kz_tabledesc_column(s->table, p->name), p, i);
+			sp->value = gates_cast_param(s->table, kz_tabledesc_column(s->table, p->name), p, i,
+										 &sp->datum);
+			sp->isnull = (p->kind == KZ_PARAM_NULL);
 			sp->scalar = JB_ROOT_IS_SCALAR(sp->value) &&
 				JsonbExtractScalar(&sp->value->root, &sp->sv);
 		}

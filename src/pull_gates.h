@@ -25,6 +25,8 @@ typedef struct KzScopeParam
 	Jsonb	   *value;			/* to_jsonb of the cast value; JSON null for null */
 	bool		scalar;			/* value is a scalar, held in sv */
 	JsonbValue	sv;
+	bool		isnull;			/* the cast value, typed as its column */
+	Datum		datum;
 } KzScopeParam;
 
 /* One bucket entry of the request: a table and its params. */

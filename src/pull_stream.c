@@ -345,6 +345,65 @@ kz_stream_next(KzPullStream *s, KzCandidate *batch, int need)
 	return n;
 }
 
+/*
+ * The equalities a batch render of table t may add: when one bucket entry
+ * of the request names t, its params.  kz_stream_in_scope keeps only rows
+ * whose rendered value of each param equals the param's (jsonb equality),
+ * so "col = value" may exclude no such row: only types whose jsonb equality
+ * implies SQL equality qualify (integers, uuid, text, varchar, boolean; not
+ * domains), and only readable columns.  The equality lets the planner fold
+ * a policy "col = auth.uid()" into a one-time filter instead of evaluating
+ * it per row (decisions/0025).  It offers the planner no access path the
+ * policy did not: with an index on col, "col = auth.uid()" is already an
+ * index condition.
+ */
+static KzRenderFilter *
+stream_render_filter(const KzPullTables *pt, KzTableDesc *t)
+{
+	const KzScope *scope = NULL;
+	KzRenderFilter *f;
+	int			i;
+
+	for (i = 0; i < pt->nscopes; i++)
+	{
+		if (pt->scopes[i].table != t)
+			continue;
+		if (scope != NULL)
+			return NULL;		/* two entries: rows of either qualify */
+		scope = &pt->scopes[i];
+	}
+	if (scope == NULL || scope->nparams == 0)
+		return NULL;
+	f = palloc(sizeof(KzRenderFilter));
+	f->n = 0;
+	f->cols = palloc(sizeof(KzColumn *) * scope->nparams);
+	f->values = palloc(sizeof(Datum) * scope->nparams);
+	for (i = 0; i < scope->nparams; i++)
+	{
+		const KzScopeParam *p = &scope->params[i];
+		KzColumn   *col = kz_tabledesc_column(t, p->name);
+
+		if (p->isnull || col == NULL || !col->can_select || col->typid != col->basetype)
+			continue;
+		switch (col->typid)
+		{
+			case INT2OID:
+			case INT4OID:
+			case INT8OID:
+			case UUIDOID:
+			case TEXTOID:
+			case VARCHAROID:
+			case BOOLOID:
+				break;
+			default:
+				continue;
+		}
+		f->cols[f->n] = col;
+		f->values[f->n++] = p->datum;
+	}
+	return f->n > 0 ? f : NULL;
+}
+
 void
 kz_stream_render(const KzPullTables *pt, KzCandidate *batch, int n)
 {
@@ -368,7 +427,7 @@ kz_stream_render(const KzPullTables *pt, KzCandidate *batch, int n)
 		}
 		if (cnt == 0)
 			continue;
-		kz_render_batch(t, pks, cnt, rows);
+		kz_render_batch(t, pks, cnt, rows, stream_render_filter(pt, t));
 		for (i = 0; i < cnt; i++)
 			batch[pos[i]].row = rows[i];
 	}

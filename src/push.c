@@ -30,6 +30,7 @@
 #include "utils/uuid.h"
 
 #include "errors.h"
+#include "capture_batch.h"
 #include "capture_queue.h"
 #include "identity.h"
 #include "journal.h"
@@ -236,6 +237,7 @@ push_mutation(PushBatch *b, int i, bool queue_per_mutation)
 		elog(ERROR, "recorded verdict of mutation %s vanished", ctx->req->mutation_id);
 	strlcpy(v->mutation_id, ctx->req->mutation_id, sizeof(v->mutation_id));
 	if (queue_per_mutation)
+		kz_capture_batch_flush();	/* the queue takes changes directly: none may be pending */
 		kz_capture_queue_begin();
 	kz_push_decide(ctx, v);
 	if (queue_per_mutation)
@@ -277,6 +279,7 @@ push_run_atomic(PushBatch *b)
 	volatile int offender = -1;
 	int			i;
 
+	kz_capture_batch_flush();	/* the queue takes changes directly: none may be pending */
 	kz_capture_queue_begin();
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);

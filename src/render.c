@@ -51,8 +51,19 @@ render_by_any(const KzTableConf *c)
 		 c->key_types[0] == INT8OID || c->key_types[0] == UUIDOID);
 }
 
+/* " AND t.col OPERATOR(pg_catalog.=) $<base+1> ..." of a filter. */
+static void
+render_filter_sql(StringInfo sql, const KzRenderFilter *filter, int base)
+{
+	int			i;
+
+	for (i = 0; filter != NULL && i < filter->n; i++)
+		appendStringInfo(sql, " AND t.%s OPERATOR(pg_catalog.=) $%d",
+						 quote_identifier(filter->cols[i]->name), base + i + 1);
+}
+
 static char *
-render_batch_sql(KzTableDesc *t)
+render_batch_sql(KzTableDesc *t, const KzRenderFilter *filter)
 {
 	KzTableConf *c = t->conf;
 	StringInfoData sql;
@@ -62,9 +73,11 @@ render_batch_sql(KzTableDesc *t)
 	if (render_by_any(c))
 	{
 		appendStringInfo(&sql, "SELECT r.%s, pg_catalog.to_jsonb(r) FROM (SELECT %s"
-						 " FROM ONLY %s t WHERE t.%s OPERATOR(pg_catalog.=) ANY ($1) OFFSET 0) r",
+						 " FROM ONLY %s t WHERE t.%s OPERATOR(pg_catalog.=) ANY ($1)",
 						 quote_identifier(c->key_columns[0]), t->projection, t->qualname,
 						 quote_identifier(c->key_columns[0]));
+		render_filter_sql(&sql, filter, 1);
+		appendStringInfoString(&sql, " OFFSET 0) r");
 		return sql.data;
 	}
 	appendStringInfoString(&sql, "SELECT u.o, pg_catalog.to_jsonb(r) FROM ROWS FROM (");
@@ -78,6 +91,7 @@ render_batch_sql(KzTableDesc *t)
 	for (i = 0; i < c->nkeys; i++)
 		appendStringInfo(&sql, "%st.%s OPERATOR(pg_catalog.=) u.a%d",
 						 i ? " AND " : "", quote_identifier(c->key_columns[i]), i + 1);
+	render_filter_sql(&sql, filter, c->nkeys);
 	appendStringInfoString(&sql, " OFFSET 0) r");
 	return sql.data;
 }
@@ -95,13 +109,14 @@ render_cmp_pos(const void *a, const void *b)
 }
 
 void
-kz_render_batch(KzTableDesc *t, char **pks, int n, Jsonb **rows)
+kz_render_batch(KzTableDesc *t, char **pks, int n, Jsonb **rows, const KzRenderFilter *filter)
 {
 	KzTableConf *c = t->conf;
+	int			nfilter = filter != NULL ? filter->n : 0;
 	int		   *pos = palloc(sizeof(int) * Max(n, 1));
 	Datum	  **keyvals = palloc(sizeof(Datum *) * c->nkeys);
-	Datum	   *args = palloc(sizeof(Datum) * c->nkeys);
-	Oid		   *argtypes = palloc(sizeof(Oid) * c->nkeys);
+	Datum	   *args = palloc(sizeof(Datum) * (c->nkeys + nfilter));
+	Oid		   *argtypes = palloc(sizeof(Oid) * (c->nkeys + nfilter));
 	Datum	   *one = palloc(sizeof(Datum) * c->nkeys);
 	int			cnt = 0;
 	int			i,
@@ -142,8 +157,14 @@ kz_render_batch(KzTableDesc *t, char **pks, int n, Jsonb **rows)
 												  typlen, typbyval, typalign));
 	}
 
-	nres = kz_spi_run(render_batch_sql(t), c->nkeys, argtypes, args, NULL, true, 0,
-					  SPI_OK_SELECT);
+	for (k = 0; k < nfilter; k++)
+	{
+		argtypes[c->nkeys + k] = filter->cols[k]->typid;
+		args[c->nkeys + k] = filter->values[k];
+	}
+
+	nres = kz_spi_run(render_batch_sql(t, filter), c->nkeys + nfilter, argtypes, args, NULL,
+					  true, 0, SPI_OK_SELECT);
 	if (render_by_any(c))
 	{
 		/* match each row to every candidate of the batch with its key */

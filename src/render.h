@@ -17,12 +17,25 @@
 #include "tabledesc.h"
 
 /*
+ * Extra equalities a batch render may add ("t.col = value"): columns of the
+ * table with a value of the column's type.  A row they exclude must be one
+ * the caller would discard anyway (pull: a row outside the bucket).
+ */
+typedef struct KzRenderFilter
+{
+	int			n;
+	const KzColumn **cols;
+	Datum	   *values;
+} KzRenderFilter;
+
+/*
  * Render the rows whose key texts are pks[0 .. n-1] (canonical key text;
  * duplicates allowed): rows[i] is the row or NULL when there is none the
- * caller may see.  One statement for the batch; the results stay valid
- * until SPI_finish.
+ * caller may see (or filter, when not NULL, excludes).  One statement for
+ * the batch; the results stay valid until SPI_finish.
  */
-extern void kz_render_batch(KzTableDesc *t, char **pks, int n, Jsonb **rows);
+extern void kz_render_batch(KzTableDesc *t, char **pks, int n, Jsonb **rows,
+							const KzRenderFilter *filter);
 
 /*
  * Render one row by key values (key order, typed as conf->key_types), or
