@@ -83,8 +83,10 @@ kz_capture_queue_sql(PG_FUNCTION_ARGS)
 	char	   *action = text_to_cstring(PG_GETARG_TEXT_PP(0));
 
 	if (strcmp(action, "begin") == 0)
+	{
 		kz_capture_batch_flush();	/* the queue takes changes directly: none may be pending */
 		kz_capture_queue_begin();
+	}
 	else if (strcmp(action, "flush") == 0)
 		kz_capture_queue_flush();
 	else if (strcmp(action, "discard") == 0)
