@@ -253,8 +253,8 @@ kz_stream_ungranted_tombstones(const KzPullStream *s, int64 lo, int64 hi,
 		vals[base + 1] = Int64GetDatum(hi);
 		vals[base + 2] = PointerGetDatum(arr);
 		got = kz_spi_priv(stream_select(&probe, base == 4
-										? " AND ((seq > $5 AND seq <= $6) OR seq OPERATOR(pg_catalog.=) ANY ($7)) LIMIT 1"
-										: " AND ((seq > $3 AND seq <= $4) OR seq OPERATOR(pg_catalog.=) ANY ($5)) LIMIT 1"),
+										? " AND ((seq OPERATOR(pg_catalog.>) $5 AND seq OPERATOR(pg_catalog.<=) $6) OR seq OPERATOR(pg_catalog.=) ANY ($7)) LIMIT 1"
+										: " AND ((seq OPERATOR(pg_catalog.>) $3 AND seq OPERATOR(pg_catalog.<=) $4) OR seq OPERATOR(pg_catalog.=) ANY ($5)) LIMIT 1"),
 						  base + 3, types, vals, NULL, true, 1, SPI_OK_SELECT);
 		SPI_freetuptable(SPI_tuptable);
 		if (got > 0)
