@@ -204,12 +204,17 @@ lane_crash() {
 	if [ $rc -ne 0 ] && ! grep -q '^crash ' "$RESULTS"; then echo "crash 0 1 0" >> "$RESULTS"; fi
 }
 
+TIMES=$KZ_OUT/lane-times.txt
+: > "$TIMES"
 for lane in $LANES; do
+	t0=$SECONDS
 	"lane_$lane" || { echo "!! lane $lane crashed"; echo "$lane 0 1 0" >> "$RESULTS"; }
+	echo "$lane $((SECONDS - t0))s" >> "$TIMES"
 done
 
 echo "== summary"
 column -t "$RESULTS" 2>/dev/null || cat "$RESULTS"
+echo "lane times: $(tr '\n' ' ' < "$TIMES")(total ${SECONDS}s)"
 read -r P F S < <(awk '{p+=$2; f+=$3; s+=$4} END {print p+0, f+0, s+0}' "$RESULTS")
 if [ "$S" -gt 0 ]; then
 	echo "$P passed, $F failed, $S skipped"
