@@ -130,9 +130,9 @@ kz_push_precondition_holds(KzTableDesc *t, const KzMutationReq *m, Jsonb *row,
 	values[0] = JsonbPGetDatum(row);
 	values[1] = JsonbPGetDatum(precondition);
 	kz_spi_run(psprintf("SELECT pg_catalog.bool_and(COALESCE(($1 OPERATOR(pg_catalog.->) e.key)"
-						" OPERATOR(pg_catalog.=) (pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->) e.key),"
+						" OPERATOR(pg_catalog.=) (pg_catalog.to_jsonb(r.*) OPERATOR(pg_catalog.->) e.key),"
 						" ($1 OPERATOR(pg_catalog.->) e.key) IS NULL"
-						" AND (pg_catalog.to_jsonb(r) OPERATOR(pg_catalog.->) e.key) IS NULL))"
+						" AND (pg_catalog.to_jsonb(r.*) OPERATOR(pg_catalog.->) e.key) IS NULL))"
 						" FROM pg_catalog.jsonb_populate_record(NULL::%s, $2) r,"
 						" pg_catalog.jsonb_each($2) e", t->qualname),
 			   2, types, values, NULL, true, 1, SPI_OK_SELECT);

@@ -4,7 +4,7 @@
  *	  Rendering application rows (render.h).
  *
  *	  A batch of keys is read with one statement:
- *	    SELECT u.o, to_jsonb(r)
+ *	    SELECT u.o, to_jsonb(r.*)
  *	      FROM ROWS FROM (unnest($1), ..., unnest($k)) WITH ORDINALITY AS u(a1, ..., ak, o),
  *	           LATERAL (SELECT t.<col>, ... FROM ONLY <table> t
  *	                     WHERE t.<key1> = u.a1 AND ... OFFSET 0) r
@@ -72,7 +72,7 @@ render_batch_sql(KzTableDesc *t, const KzRenderFilter *filter)
 	initStringInfo(&sql);
 	if (render_by_any(c))
 	{
-		appendStringInfo(&sql, "SELECT r.%s, pg_catalog.to_jsonb(r) FROM (SELECT %s"
+		appendStringInfo(&sql, "SELECT r.%s, pg_catalog.to_jsonb(r.*) FROM (SELECT %s"
 						 " FROM ONLY %s t WHERE t.%s OPERATOR(pg_catalog.=) ANY ($1)",
 						 quote_identifier(c->key_columns[0]), t->projection, t->qualname,
 						 quote_identifier(c->key_columns[0]));
@@ -80,7 +80,7 @@ render_batch_sql(KzTableDesc *t, const KzRenderFilter *filter)
 		appendStringInfoString(&sql, " OFFSET 0) r");
 		return sql.data;
 	}
-	appendStringInfoString(&sql, "SELECT u.o, pg_catalog.to_jsonb(r) FROM ROWS FROM (");
+	appendStringInfoString(&sql, "SELECT u.o, pg_catalog.to_jsonb(r.*) FROM ROWS FROM (");
 	for (i = 0; i < c->nkeys; i++)
 		appendStringInfo(&sql, "%spg_catalog.unnest($%d)", i ? ", " : "", i + 1);
 	appendStringInfoString(&sql, ") WITH ORDINALITY AS u(");
@@ -231,7 +231,7 @@ kz_render_row(KzTableDesc *t, Datum *keyvals, bool lock)
 		return NULL;
 	types = palloc(sizeof(Oid) * nk);
 	memcpy(types, t->conf->key_types, sizeof(Oid) * nk);
-	sql = psprintf("SELECT pg_catalog.to_jsonb(r) FROM (SELECT %s FROM ONLY %s t WHERE %s%s) r",
+	sql = psprintf("SELECT pg_catalog.to_jsonb(r.*) FROM (SELECT %s FROM ONLY %s t WHERE %s%s) r",
 				   t->projection, t->qualname, kz_render_key_predicate(t, 0),
 				   lock ? " FOR NO KEY UPDATE" : "");
 	if (kz_spi_run(sql, nk, types, keyvals, NULL, false, 1, SPI_OK_SELECT) > 0)
