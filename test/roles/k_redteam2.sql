@@ -3,7 +3,7 @@
 -- fail safely, kept so they stay covered.
 -- db: kz_roles_k_red2
 -- owner: kz_r_k2_dbo
--- plan: 4
+-- plan: 9
 --
 -- Each as an ordinary LOGIN role in its own session:
 --   K1 (DEFECT on main 8df535e) a non-atomic push whose mutation is rejected
@@ -18,6 +18,7 @@ SET client_min_messages = warning;
 CREATE ROLE kz_r_k2_api LOGIN NOSUPERUSER;
 CREATE ROLE kz_r_k2_plain LOGIN NOSUPERUSER;
 GRANT authenticated TO kz_r_k2_api;
+GRANT kz_r_k2_plain TO kz_r_k2_api;
 RESET client_min_messages;
 
 -- ---------------------------------------------------------------- K1
@@ -67,3 +68,131 @@ SELECT kzt.is(string_agg(a.note, ', ' ORDER BY a.id), NULL,
   FROM public.k1_audit a
  WHERE NOT EXISTS (SELECT 1 FROM kizunasync.changelog c
 					WHERE c.table_name OPERATOR(pg_catalog.=) 'k1_audit' AND c.pk OPERATOR(pg_catalog.=) a.id::text);
+
+-- ---------------------------------------------------------------- K2
+-- Statement batching (capture_batch.c) under role changes, nested and
+-- deferred triggers, savepoints, cursors, COPY as a session's first write,
+-- a prepared transaction: every committed row version has its entry with
+-- its own xmin, every deleted row its tombstone (checked by the superuser).
+\connect - kz_r_k2_dbo
+\set ON_ERROR_STOP 1
+SET client_min_messages = warning;
+CREATE TABLE public.k2_t (id bigint PRIMARY KEY, v text, n int NOT NULL DEFAULT 0);
+-- no RLS (COPY FROM needs none; sync_table warns)
+CREATE TABLE public.k2_side (id bigint PRIMARY KEY, v text);
+CREATE TABLE public.k2_src (id bigint PRIMARY KEY);
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.k2_t, public.k2_side, public.k2_src TO kz_r_k2_plain, kz_r_k2_api;
+-- an application trigger of the owner: per row of k2_t, in an exception
+-- block, it writes k2_side; rows with id % 7 = 0 raise after the write
+CREATE FUNCTION public.k2_side_write() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	BEGIN
+		INSERT INTO public.k2_side VALUES (NEW.id, 'side ' || NEW.v)
+			ON CONFLICT (id) DO UPDATE SET v = EXCLUDED.v;
+		IF NEW.id % 7 = 0 THEN
+			RAISE EXCEPTION 'k2 undo' USING ERRCODE = 'KZ002';
+		END IF;
+	EXCEPTION WHEN sqlstate 'KZ002' THEN
+		NULL;
+	END;
+	RETURN NULL;
+END $$;
+CREATE TRIGGER zz_side AFTER INSERT OR UPDATE ON public.k2_t FOR EACH ROW
+	WHEN (pg_trigger_depth() < 1) EXECUTE FUNCTION public.k2_side_write();
+-- an AFTER STATEMENT trigger with a transition table that writes k2_t again
+CREATE FUNCTION public.k2_again() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	UPDATE public.k2_t t SET n = t.n + 1 FROM newrows WHERE t.id = newrows.id AND newrows.id % 5 = 0;
+	RETURN NULL;
+END $$;
+CREATE TRIGGER zz_again AFTER UPDATE ON public.k2_t REFERENCING NEW TABLE AS newrows
+	FOR EACH STATEMENT WHEN (pg_trigger_depth() < 1) EXECUTE FUNCTION public.k2_again();
+-- a deferred constraint trigger on an unsynced table that writes k2_t at commit
+CREATE FUNCTION public.k2_deferred() RETURNS trigger LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	INSERT INTO public.k2_t (id, v) VALUES (100000 + NEW.id, 'deferred') ON CONFLICT (id) DO UPDATE SET v = 'deferred again';
+	RETURN NULL;
+END $$;
+CREATE CONSTRAINT TRIGGER k2_def AFTER INSERT ON public.k2_src DEFERRABLE INITIALLY DEFERRED
+	FOR EACH ROW EXECUTE FUNCTION public.k2_deferred();
+-- a SECURITY DEFINER function of the owner that writes k2_t
+CREATE FUNCTION public.k2_definer(i bigint) RETURNS void LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+	UPDATE public.k2_t SET v = 'definer ' || current_user WHERE id = i;
+	DELETE FROM public.k2_side WHERE id = i + 1;
+$$;
+-- a function that sets the role locally and writes (SET LOCAL role in app code)
+CREATE FUNCTION public.k2_setrole(i bigint) RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	UPDATE public.k2_t SET v = 'before set role' WHERE id = i;
+	PERFORM set_config('role', 'kz_r_k2_plain', true);
+	UPDATE public.k2_t SET v = 'after set role ' || current_user WHERE id = i + 1;
+END $$;
+GRANT EXECUTE ON FUNCTION public.k2_definer(bigint), public.k2_setrole(bigint) TO kz_r_k2_api, kz_r_k2_plain;
+INSERT INTO public.k2_t SELECT g, 'seed' FROM generate_series(1, 40) g;
+SELECT kizunasync.sync_table('public.k2_t') AS n \gset
+SELECT kizunasync.sync_table('public.k2_side') AS n \gset
+RESET client_min_messages;
+
+-- the first synced write of the writer's session is a COPY (the library
+-- loads from its trigger), in a transaction that goes on with savepoints,
+-- role changes, a SECURITY DEFINER call and a cursor
+\connect - kz_r_k2_api
+\set ON_ERROR_STOP 1
+BEGIN;
+COPY public.k2_t (id, v) FROM STDIN;
+2001	copied
+2002	copied
+2007	copied
+\.
+SAVEPOINT a;
+UPDATE public.k2_t SET v = 'in a' WHERE id BETWEEN 1 AND 30;
+RELEASE a;
+SAVEPOINT b;
+UPDATE public.k2_t SET v = 'in b, rolled back' WHERE id BETWEEN 5 AND 35;
+DELETE FROM public.k2_t WHERE id = 3;
+ROLLBACK TO b;
+SET LOCAL ROLE kz_r_k2_plain;
+DELETE FROM public.k2_t WHERE id = 4;
+RESET ROLE;
+SELECT public.k2_definer(6);
+SELECT public.k2_setrole(8);
+RESET ROLE;
+DECLARE k2c CURSOR FOR SELECT public.k2_definer(g) FROM generate_series(10, 14) g;
+FETCH 2 FROM k2c;
+CLOSE k2c;
+INSERT INTO public.k2_src VALUES (1), (2);
+COMMIT;
+-- the same in a prepared transaction, committed by the owner's session below
+BEGIN;
+COPY public.k2_t (id, v) FROM STDIN;
+3001	prepared
+\.
+UPDATE public.k2_t SET v = 'prepared' WHERE id BETWEEN 15 AND 20;
+INSERT INTO public.k2_src VALUES (3);
+PREPARE TRANSACTION 'kz_k2_prep';
+COMMIT PREPARED 'kz_k2_prep';
+
+\connect - postgres
+\set ON_ERROR_STOP 1
+SELECT kzt.is(string_agg(format('%s/%s', t.id, t.v), ', ' ORDER BY t.id), NULL,
+	'K2: every committed k2_t row version has its entry (its own xmin)')
+  FROM public.k2_t t
+ WHERE NOT EXISTS (SELECT 1 FROM kizunasync.changelog c
+					WHERE c.table_name = 'k2_t' AND c.pk = t.id::text AND c.row_xmin = t.xmin);
+SELECT kzt.is(string_agg(format('%s/%s', t.id, t.v), ', ' ORDER BY t.id), NULL,
+	'K2: every committed k2_side row version has its entry (writes of exception blocks included)')
+  FROM public.k2_side t
+ WHERE NOT EXISTS (SELECT 1 FROM kizunasync.changelog c
+					WHERE c.table_name = 'k2_side' AND c.pk = t.id::text AND c.row_xmin = t.xmin);
+SELECT kzt.is((SELECT string_agg(c.pk, ', ' ORDER BY c.pk) FROM kizunasync.changelog c
+				WHERE c.table_name IN ('k2_t', 'k2_side')
+				  AND NOT EXISTS (SELECT 1 FROM public.k2_t t WHERE c.table_name = 'k2_t' AND t.id::text = c.pk)
+				  AND NOT EXISTS (SELECT 1 FROM public.k2_side s WHERE c.table_name = 'k2_side' AND s.id::text = c.pk)),
+	NULL, 'K2: no entry names a row that does not exist (rolled-back writes left none)');
+SELECT kzt.is((SELECT string_agg(table_name || ':' || pk, ', ' ORDER BY table_name, pk) FROM kizunasync.tombstones
+				WHERE table_name IN ('k2_t', 'k2_side')),
+	'k2_side:11, k2_side:12, k2_t:4', 'K2: the deleted rows (two by the cursor''s fetched rows), and only they, have tombstones');
+SELECT kzt.ok((SELECT count(*) FROM public.k2_t WHERE id > 100000) = 3
+		  AND (SELECT count(*) FROM public.k2_t WHERE v LIKE 'after set role kz_r_k2_plain') = 1
+		  AND (SELECT count(*) FROM public.k2_t WHERE v = 'definer kz_r_k2_dbo') = 3,
+	'K2: control: the deferred trigger, SET LOCAL role and SECURITY DEFINER writes happened');
