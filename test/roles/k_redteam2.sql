@@ -3,7 +3,7 @@
 -- fail safely, kept so they stay covered.
 -- db: kz_roles_k_red2
 -- owner: kz_r_k2_dbo
--- plan: 9
+-- plan: 12
 --
 -- Each as an ordinary LOGIN role in its own session:
 --   K1 (DEFECT on main 8df535e) a non-atomic push whose mutation is rejected
@@ -196,3 +196,54 @@ SELECT kzt.ok((SELECT count(*) FROM public.k2_t WHERE id > 100000) = 3
 		  AND (SELECT count(*) FROM public.k2_t WHERE v LIKE 'after set role kz_r_k2_plain') = 1
 		  AND (SELECT count(*) FROM public.k2_t WHERE v = 'definer kz_r_k2_dbo') = 3,
 	'K2: control: the deferred trigger, SET LOCAL role and SECURITY DEFINER writes happened');
+
+-- ---------------------------------------------------------------- K3
+-- statement_timeout at many points of big batched statements (their flush
+-- and the writers' section included), each cancel caught in a savepoint of
+-- the writer's own DO block that goes on writing, then commits: the
+-- committed versions all have entries, and the writer is back to itself.
+\connect - kz_r_k2_dbo
+\set ON_ERROR_STOP 1
+SET client_min_messages = warning;
+CREATE TABLE public.k3_t (id bigint PRIMARY KEY, v text);
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.k3_t TO kz_r_k2_plain;
+INSERT INTO public.k3_t SELECT g, 'seed' FROM generate_series(1, 6000) g;
+SELECT kizunasync.sync_table('public.k3_t') AS n \gset
+RESET client_min_messages;
+\connect - kz_r_k2_plain
+\set ON_ERROR_STOP 1
+CREATE TEMP TABLE k3_log (ms int, outcome text, cu name, bk text);
+-- a cancel outside the inner block rolls the round back: not an error of the file
+\set ON_ERROR_STOP 0
+SELECT 'BEGIN', format('SET LOCAL statement_timeout = %s', ms), format($do$DO $b$
+DECLARE
+	bk text := 'readable';
+BEGIN
+	BEGIN
+		UPDATE public.k3_t SET v = 'round %s ' || id WHERE id %% 3 = %s;
+		INSERT INTO pg_temp.k3_log VALUES (%s, 'completed', current_user, NULL);
+	EXCEPTION WHEN query_canceled THEN
+		BEGIN
+			PERFORM 1 FROM kizunasync.changelog LIMIT 1;
+		EXCEPTION WHEN insufficient_privilege THEN
+			bk := 'denied';
+		END;
+		INSERT INTO pg_temp.k3_log VALUES (%s, 'cancelled', current_user, bk);
+	END;
+	UPDATE public.k3_t SET v = 'after round %s' WHERE id = %s;
+END $b$$do$, ms, ms % 3, ms, ms, ms, ms + 1), 'COMMIT'
+  FROM generate_series(1, 60) ms \gexec
+\set ON_ERROR_STOP 1
+SELECT kzt.diag(format('K3: %s big updates cancelled and caught, %s completed',
+	count(*) FILTER (WHERE outcome = 'cancelled'), count(*) FILTER (WHERE outcome = 'completed'))) FROM k3_log;
+SELECT kzt.is(string_agg(DISTINCT format('%s/%s', cu, bk), ', '), 'kz_r_k2_plain/denied',
+	'K3: after every caught cancel the writer is itself, without bookkeeping access')
+  FROM k3_log WHERE outcome = 'cancelled';
+\connect - postgres
+\set ON_ERROR_STOP 1
+SELECT kzt.is(count(*), 0::bigint, 'K3: every committed k3_t version has its entry after the cancels')
+  FROM public.k3_t t
+ WHERE NOT EXISTS (SELECT 1 FROM kizunasync.changelog c
+					WHERE c.table_name = 'k3_t' AND c.pk = t.id::text AND c.row_xmin = t.xmin);
+SELECT kzt.is(count(*), 6000::bigint, 'K3: and k3_t has exactly one entry per row')
+  FROM kizunasync.changelog WHERE table_name = 'k3_t';
