@@ -3,7 +3,7 @@
 -- fail safely, kept so they stay covered.
 -- db: kz_roles_k_red2
 -- owner: kz_r_k2_dbo
--- plan: 15
+-- plan: 18
 --
 -- Each as an ordinary LOGIN role in its own session:
 --   K1 (DEFECT on main 8df535e) a non-atomic push whose mutation is rejected
@@ -276,3 +276,47 @@ RESET client_min_messages;
 \set ON_ERROR_STOP 1
 SELECT kzt.is(string_agg(s.table_name, ', '), NULL, 'K4: no synced_tables row outlives its table')
   FROM kizunasync.synced_tables s WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.relid);
+
+-- ---------------------------------------------------------------- K5
+-- Writes to a synced table from functions that REFRESH MATERIALIZED VIEW and
+-- ANALYZE (an expression index) run as their owner under a
+-- security-restricted operation, by a role that owns the matview and the
+-- index but not the synced table: captured, as that owner.
+\connect - kz_r_k2_dbo
+\set ON_ERROR_STOP 1
+SET client_min_messages = warning;
+CREATE TABLE public.k5_t (id bigserial PRIMARY KEY, who name, what text);
+GRANT SELECT, INSERT ON public.k5_t TO kz_r_k2_plain;
+GRANT USAGE ON SEQUENCE public.k5_t_id_seq TO kz_r_k2_plain;
+SELECT kizunasync.sync_table('public.k5_t') AS n \gset
+GRANT CREATE ON SCHEMA public TO kz_r_k2_plain;
+RESET client_min_messages;
+\connect - kz_r_k2_plain
+\set ON_ERROR_STOP 1
+CREATE FUNCTION public.k5_touch(what text, i int) RETURNS int LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	INSERT INTO public.k5_t (who, what) VALUES (current_user, what);
+	RETURN i;
+END $$;
+-- declared IMMUTABLE so that it may index; it writes anyway (plpgsql
+-- refuses INSERT only in a non-volatile function's own statements, so the
+-- write goes through a VOLATILE helper)
+CREATE FUNCTION public.k5_touch_imm(what text, i int) RETURNS int LANGUAGE sql IMMUTABLE SET search_path = pg_catalog, pg_temp AS $$
+	SELECT public.k5_touch(what, i)
+$$;
+CREATE MATERIALIZED VIEW public.k5_mv AS SELECT public.k5_touch('refresh', g) AS g FROM generate_series(1, 3) g WITH NO DATA;
+REFRESH MATERIALIZED VIEW public.k5_mv;
+CREATE TABLE public.k5_ix (i int);
+INSERT INTO public.k5_ix SELECT g FROM generate_series(1, 3) g;
+CREATE INDEX k5_ix_expr ON public.k5_ix ((public.k5_touch_imm('index', i)));
+ANALYZE public.k5_ix;
+SELECT kzt.ok(count(*) FILTER (WHERE what = 'refresh') = 3 AND count(*) FILTER (WHERE what = 'index') >= 3,
+	'K5: control: the refresh and the index build wrote k5_t') FROM public.k5_t;
+SELECT kzt.is(string_agg(DISTINCT who::text, ', '), 'kz_r_k2_plain', 'K5: and wrote it as the owner') FROM public.k5_t;
+\connect - postgres
+\set ON_ERROR_STOP 1
+SELECT kzt.is(string_agg(t.id || '/' || t.what, ', '), NULL,
+	'K5: writes under REFRESH and CREATE INDEX / ANALYZE (security-restricted) have their entries')
+  FROM public.k5_t t
+ WHERE NOT EXISTS (SELECT 1 FROM kizunasync.changelog c
+					WHERE c.table_name = 'k5_t' AND c.pk = t.id::text AND c.row_xmin = t.xmin);
