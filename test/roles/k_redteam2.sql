@@ -3,7 +3,7 @@
 -- fail safely, kept so they stay covered.
 -- db: kz_roles_k_red2
 -- owner: kz_r_k2_dbo
--- plan: 18
+-- plan: 25
 --
 -- Each as an ordinary LOGIN role in its own session:
 --   K1 (DEFECT on main 8df535e) a non-atomic push whose mutation is rejected
@@ -320,3 +320,79 @@ SELECT kzt.is(string_agg(t.id || '/' || t.what, ', '), NULL,
   FROM public.k5_t t
  WHERE NOT EXISTS (SELECT 1 FROM kizunasync.changelog c
 					WHERE c.table_name = 'k5_t' AND c.pk = t.id::text AND c.row_xmin = t.xmin);
+
+-- ---------------------------------------------------------------- K6
+-- READ ONLY transactions (a Data API GET): the operator functions write
+-- nothing (25006) although they write bookkeeping by direct heap access;
+-- a pull whose page needs the user's first grant answers KZL03 and records
+-- nothing; a transaction that turns READ ONLY while holding unrecorded
+-- changes records them before (and otherwise the writers' section refuses
+-- nextval): no row commits without its entry.
+\connect - kz_r_k2_dbo
+\set ON_ERROR_STOP 1
+SET client_min_messages = warning;
+CREATE TABLE public.k6_t (id bigint PRIMARY KEY, owner_id uuid NOT NULL, v text);
+ALTER TABLE public.k6_t ENABLE ROW LEVEL SECURITY;
+CREATE POLICY own ON public.k6_t TO authenticated
+	USING (owner_id::text = pg_catalog.current_setting('request.jwt.claims', true)::json ->> 'sub');
+GRANT SELECT, INSERT, UPDATE, DELETE ON public.k6_t TO authenticated;
+INSERT INTO public.k6_t VALUES (1, '00000000-0000-4000-8000-0000000000c6', 'a'), (2, '00000000-0000-4000-8000-0000000000c7', 'b');
+SELECT kizunasync.sync_table('public.k6_t', bucket_column => 'owner_id') AS n \gset
+ALTER TABLE public.k6_t DISABLE TRIGGER kizunasync_capture;
+INSERT INTO public.k6_t VALUES (3, '00000000-0000-4000-8000-0000000000c6', 'uncaptured');
+ALTER TABLE public.k6_t ENABLE ALWAYS TRIGGER kizunasync_capture;
+CREATE TABLE public.k6_other (id bigint PRIMARY KEY);
+ALTER TABLE public.k6_other ENABLE ROW LEVEL SECURITY;
+RESET client_min_messages;
+\set ON_ERROR_STOP 0
+BEGIN READ ONLY;
+SELECT kizunasync.repair_table('public.k6_t');
+\set st :SQLSTATE
+\set msg :LAST_ERROR_MESSAGE
+ROLLBACK;
+SELECT kzt.expect(:'st', '25006', 'K6: repair_table in a READ ONLY transaction is refused (25006)', :'msg');
+BEGIN READ ONLY;
+SELECT kizunasync.sync_table('public.k6_other');
+\set st :SQLSTATE
+\set msg :LAST_ERROR_MESSAGE
+ROLLBACK;
+SELECT kzt.expect(:'st', '25006', 'K6: sync_table in a READ ONLY transaction is refused (25006)', :'msg');
+BEGIN READ ONLY;
+SELECT kizunasync.unsync_table('public.k6_t');
+\set st :SQLSTATE
+\set msg :LAST_ERROR_MESSAGE
+ROLLBACK;
+SELECT kzt.expect(:'st', '25006', 'K6: unsync_table in a READ ONLY transaction is refused (25006)', :'msg');
+-- unrecorded changes in a transaction that turns READ ONLY: a COPY in a
+-- fresh session (its changes wait for the next statement), then SET
+-- TRANSACTION READ ONLY, which records them first (a utility statement
+-- starts), so the commit keeps the row and its entry
+\connect - kz_r_k2_dbo
+BEGIN;
+COPY public.k6_t (id, owner_id, v) FROM STDIN;
+4	00000000-0000-4000-8000-0000000000c6	copied then read only
+\.
+SET TRANSACTION READ ONLY;
+COMMIT;
+\set ON_ERROR_STOP 1
+\connect - kz_r_k2_api
+\set ON_ERROR_STOP 0
+SET request.jwt.claims = '{"sub": "00000000-0000-4000-8000-0000000000c6", "role": "authenticated"}';
+BEGIN READ ONLY;
+SELECT kizunasync.pull(kzt.bucket('k6_t', '{"owner_id": "00000000-0000-4000-8000-0000000000c6"}'), '0', 1, 100);
+\set st :SQLSTATE
+\set msg :LAST_ERROR_MESSAGE
+ROLLBACK;
+SELECT kzt.expect(:'st', 'KZL03', 'K6: a READ ONLY pull that needs the first grant answers KZL03', :'msg');
+\set ON_ERROR_STOP 1
+\connect - postgres
+\set ON_ERROR_STOP 1
+SELECT kzt.is((SELECT count(*) FROM kizunasync.bucket_grants WHERE table_name = 'k6_t')
+			  + (SELECT count(*) FROM kizunasync.changelog WHERE table_name = 'k6_t' AND pk = '3'), 0::bigint,
+	'K6: the READ ONLY calls recorded no grant and no entry (the uncaptured row 3 stays unrepaired)');
+SELECT kzt.is(count(*), 1::bigint, 'K6: the row copied before SET TRANSACTION READ ONLY committed with its entry')
+  FROM public.k6_t t
+ WHERE t.id = 4 AND EXISTS (SELECT 1 FROM kizunasync.changelog c
+							 WHERE c.table_name = 'k6_t' AND c.pk = t.id::text AND c.row_xmin = t.xmin);
+SELECT kzt.is((SELECT count(*) FROM kizunasync.synced_tables WHERE table_name IN ('k6_t', 'k6_other')), 1::bigint,
+	'K6: and synced no table and unsynced none');
