@@ -3,7 +3,7 @@
 -- fail safely, kept so they stay covered.
 -- db: kz_roles_k_red2
 -- owner: kz_r_k2_dbo
--- plan: 25
+-- plan: 26
 --
 -- Each as an ordinary LOGIN role in its own session:
 --   K1 (DEFECT on main 8df535e) a non-atomic push whose mutation is rejected
@@ -58,10 +58,18 @@ SELECT kzt.is(kizunasync.push(kzt.m('k1_items', '1', 'update', '{"columns": {"v"
 							  NULL, 1) #>> '{verdicts,0,verdict}',
 	'applied', 'K1: control: a push of a granted column is applied');
 
+-- atomic: the abort rolls the batch back (the audit rows of its renders
+-- with it); the abort's server_row is rendered after, and audited again
+SELECT kzt.is(kizunasync.push(jsonb_build_object('atomic', true, 'mutations',
+		kzt.m('k1_items', '1', 'update', '{"columns": {"v": "c"}}', 'c103') -> 'mutations'
+		|| (kzt.m('k1_items', '1', 'update', '{"columns": {"locked": "y"}}', 'c104') -> 'mutations')),
+							  NULL, 1) #>> '{batch,reason}',
+	'COLUMN_DENIED', 'K1: an atomic push with a COLUMN_DENIED mutation is aborted');
+
 -- the bookkeeping is read by the superuser (the checker, not an actor)
 \connect - postgres
 \set ON_ERROR_STOP 1
-SELECT kzt.ok(count(*) >= 2, 'K1: the policy''s audit function wrote its rows during both pushes (committed)')
+SELECT kzt.ok(count(*) >= 2, 'K1: the policy''s audit function wrote its rows during the pushes (committed)')
   FROM public.k1_audit;
 SELECT kzt.is(string_agg(a.note, ', ' ORDER BY a.id), NULL,
 	'K1: every committed k1_audit row has its changelog entry (none skipped when a mutation is rejected)')
