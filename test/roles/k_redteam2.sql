@@ -3,7 +3,7 @@
 -- fail safely, kept so they stay covered.
 -- db: kz_roles_k_red2
 -- owner: kz_r_k2_dbo
--- plan: 26
+-- plan: 27
 --
 -- Each as an ordinary LOGIN role in its own session:
 --   K1 (DEFECT on main 8df535e) a non-atomic push whose mutation is rejected
@@ -76,6 +76,11 @@ SELECT kzt.is(string_agg(a.note, ', ' ORDER BY a.id), NULL,
   FROM public.k1_audit a
  WHERE NOT EXISTS (SELECT 1 FROM kizunasync.changelog c
 					WHERE c.table_name OPERATOR(pg_catalog.=) 'k1_audit' AND c.pk OPERATOR(pg_catalog.=) a.id::text);
+SELECT kzt.is((SELECT string_agg(c.table_name || ':' || c.pk, ', ') FROM kizunasync.changelog c
+				WHERE (c.table_name = 'k1_audit' AND NOT EXISTS (SELECT 1 FROM public.k1_audit a WHERE a.id::text = c.pk))
+				   OR (c.table_name = 'k1_items' AND NOT EXISTS (SELECT 1 FROM public.k1_items i
+																  WHERE i.id::text = c.pk AND i.xmin = c.row_xmin))),
+	NULL, 'K1: and the rejected units recorded nothing (no entry of a row version that did not commit)');
 
 -- ---------------------------------------------------------------- K2
 -- Statement batching (capture_batch.c) under role changes, nested and
