@@ -205,6 +205,16 @@ provision_validate(SyncArgs *a)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("\"%s\" is not a plain table", RelationGetRelationName(rel)),
 				 errhint("Views, foreign and partitioned tables cannot be synced.")));
+	/*
+	 * A temporary table goes at the end of its session without the sql_drop
+	 * event trigger firing, which would leave its bookkeeping and wire name
+	 * behind (and its relid free for another relation).
+	 */
+	if (rel->rd_rel->relpersistence == RELPERSISTENCE_TEMP)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("cannot sync temporary table \"%s\"", RelationGetRelationName(rel)),
+				 errdetail("Its session's end drops it without telling the extension.")));
 	if (RelationGetNamespace(rel) == get_namespace_oid(KZ_SCHEMA, false))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

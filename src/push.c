@@ -237,15 +237,22 @@ push_mutation(PushBatch *b, int i, bool queue_per_mutation)
 		elog(ERROR, "recorded verdict of mutation %s vanished", ctx->req->mutation_id);
 	strlcpy(v->mutation_id, ctx->req->mutation_id, sizeof(v->mutation_id));
 	if (queue_per_mutation)
+	{
 		kz_capture_batch_flush();	/* the queue takes changes directly: none may be pending */
 		kz_capture_queue_begin();
+	}
 	kz_push_decide(ctx, v);
 	if (queue_per_mutation)
 	{
-		if (v->applied)
-			kz_capture_queue_flush();
-		else
-			kz_capture_queue_discard();
+		/*
+		 * Record what is queued even when the mutation was rejected: a
+		 * rejected unit's writes left the queue with its rolled-back
+		 * subtransaction, so what remains was written outside it (a policy
+		 * or type function run by the locked render before a COLUMN_DENIED
+		 * or DELETE_WINS verdict) and commits; discarding it would leave
+		 * committed rows without entries.
+		 */
+		kz_capture_queue_flush();
 		kz_capture_queue_end();
 		if (v->applied && ctx->journaled)
 			kz_journal_winner_seq(ctx->req->mutation_id);
