@@ -215,6 +215,18 @@ provision_validate(SyncArgs *a)
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
 				 errmsg("cannot sync temporary table \"%s\"", RelationGetRelationName(rel)),
 				 errdetail("Its session's end drops it without telling the extension.")));
+
+	/*
+	 * Crash recovery empties an unlogged table without a tombstone for any
+	 * of its rows (devices would keep them for good), and a hot standby
+	 * cannot read it.
+	 */
+	if (rel->rd_rel->relpersistence == RELPERSISTENCE_UNLOGGED)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("cannot sync unlogged table \"%s\"", RelationGetRelationName(rel)),
+				 errdetail("A crash empties it without recording the deletes."),
+				 errhint("Make it a logged table first: ALTER TABLE ... SET LOGGED.")));
 	if (RelationGetNamespace(rel) == get_namespace_oid(KZ_SCHEMA, false))
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),

@@ -3,7 +3,7 @@
 -- fail safely, kept so they stay covered.
 -- db: kz_roles_k_red2
 -- owner: kz_r_k2_dbo
--- plan: 27
+-- plan: 28
 --
 -- Each as an ordinary LOGIN role in its own session:
 --   K1 (DEFECT on main 8df535e) a non-atomic push whose mutation is rejected
@@ -289,6 +289,18 @@ RESET client_min_messages;
 \set ON_ERROR_STOP 1
 SELECT kzt.is(string_agg(s.table_name, ', '), NULL, 'K4: no synced_tables row outlives its table')
   FROM kizunasync.synced_tables s WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_class c WHERE c.oid = s.relid);
+
+-- ---------------------------------------------------------------- K7
+-- (DEFECT on main 54c806d) sync_table of an UNLOGGED table: crash recovery
+-- empties it without a tombstone for any row, so every device keeps rows
+-- that no longer exist (and a hot standby cannot read it at all).
+\connect - kz_r_k2_dbo
+\set ON_ERROR_STOP 0
+CREATE UNLOGGED TABLE public.k7_unlogged (id bigint PRIMARY KEY, v text);
+ALTER TABLE public.k7_unlogged ENABLE ROW LEVEL SECURITY;
+SELECT kizunasync.sync_table('public.k7_unlogged');
+SELECT kzt.expect(:'SQLSTATE', '42809', 'K7: sync_table of an unlogged table is refused', :'LAST_ERROR_MESSAGE');
+\set ON_ERROR_STOP 1
 
 -- ---------------------------------------------------------------- K5
 -- Writes to a synced table from functions that REFRESH MATERIALIZED VIEW and
