@@ -11,6 +11,17 @@
  *	  indexes (heap_insert, index_insert with unique checks, heap_delete
  *	  with a wait on concurrent deleters).
  *
+ *	  Lookups (a superseded entry, a ledger verdict) use SnapshotSelf:
+ *	  committed and own tuples, as of now, and no predicate lock, since
+ *	  they are the extension's reads, not the application's.  With an MVCC
+ *	  snapshot, two SERIALIZABLE writers of other rows each read the index
+ *	  page the other then inserted into, and one failed with 40001 where
+ *	  the same writes to an unsynced table commit (decisions/0086).  Here
+ *	  SnapshotSelf sees what the latest MVCC snapshot would: every change of
+ *	  this transaction a lookup must see is an earlier command's (stamp.c
+ *	  increments the command counter first), and another transaction's
+ *	  tuple counts once it committed.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -123,18 +134,37 @@ bk_find_unique(KzBkTable *t, Relation index, int nkeys, const char *const *keys,
 	return found;
 }
 
+/*
+ * A copy of the live tuple whose index key matches keys (the caller's scan
+ * keys, one per leading index column), or NULL; seen with SnapshotSelf like
+ * the lookup below, so a read of the bookkeeping takes no predicate lock.
+ */
+HeapTuple
+kz_bk_fetch(KzBkTable *t, Relation index, int nkeys, ScanKey keys)
+{
+	TupleTableSlot *slot = table_slot_create(t->heap, NULL);
+	IndexScanDesc scan;
+	HeapTuple	tup = NULL;
+
+	scan = index_beginscan(t->heap, index, SnapshotSelf, nkeys, 0);
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	if (index_getnext_slot(scan, ForwardScanDirection, slot))
+		tup = ExecCopySlotHeapTuple(slot);
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	return tup;
+}
+
 bool
 kz_bk_delete_unique(KzBkTable *t, Relation index, int nkeys, const char *const *keys)
 {
 	for (;;)
 	{
-		Snapshot	snap = RegisterSnapshot(GetLatestSnapshot());
 		ItemPointerData tid;
 		TM_FailureData tmfd;
 		TM_Result	result;
-		bool		found = bk_find_unique(t, index, nkeys, keys, snap, &tid);
+		bool		found = bk_find_unique(t, index, nkeys, keys, SnapshotSelf, &tid);
 
-		UnregisterSnapshot(snap);
 		if (!found)
 			return false;
 		result = heap_delete(t->heap, &tid, GetCurrentCommandId(true), InvalidSnapshot,

@@ -11,6 +11,7 @@
 #define KZ_BOOKKEEPING_H
 
 #include "access/htup.h"
+#include "access/skey.h"
 #include "nodes/execnodes.h"
 #include "utils/relcache.h"
 
@@ -44,6 +45,8 @@ extern Relation kz_bk_index(KzBkTable *t, const char *name);
  * committed meanwhile is looked up again; one being deleted by a running
  * transaction is waited for.  Returns whether a tuple was deleted.
  */
+extern HeapTuple kz_bk_fetch(KzBkTable *t, Relation index, int nkeys, ScanKey keys);
+
 extern bool kz_bk_delete_unique(KzBkTable *t, Relation index, int nkeys,
 								const char *const *keys);
 

@@ -7,11 +7,17 @@
  */
 #include "postgres.h"
 
+#include "access/htup_details.h"
+#include "access/stratnum.h"
 #include "catalog/pg_type.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/uuid.h"
 
+#include "bookkeeping.h"
 #include "jsonbutil.h"
 #include "ledger.h"
 #include "spi.h"
@@ -20,6 +26,17 @@ static Datum
 ledger_uuid(const char *text)
 {
 	return DirectFunctionCall1(uuid_in, CStringGetDatum(text));
+}
+
+/* The attribute number of a column of kizunasync.verdicts. */
+static AttrNumber
+ledger_attnum(KzBkTable *t, const char *name)
+{
+	AttrNumber	attnum = get_attnum(RelationGetRelid(t->heap), name);
+
+	if (attnum == InvalidAttrNumber)
+		elog(ERROR, "bookkeeping column \"verdicts.%s\" is missing", name);
+	return attnum;
 }
 
 /* The string value of a top-level key of the stored verdict, or NULL. */
@@ -31,33 +48,50 @@ ledger_string(Jsonb *vj, const char *key)
 	return kz_jsonb_key_text(vj, key, &found);
 }
 
+/* The text value of column name of a verdicts tuple, or NULL. */
+static char *
+ledger_text(KzBkTable *t, HeapTuple tup, const char *name)
+{
+	bool		isnull;
+	Datum		d = heap_getattr(tup, ledger_attnum(t, name), RelationGetDescr(t->heap), &isnull);
+
+	return isnull ? NULL : TextDatumGetCString(d);
+}
+
+/*
+ * The recorded verdict of a mutation id.  Read directly (bookkeeping.c),
+ * not with SPI under the transaction's snapshot: the ledger is the
+ * extension's, so its lookup sees what has committed by now and takes no
+ * predicate lock (two SERIALIZABLE pushes of other rows each read the
+ * ledger's index page the other inserted into, and one failed with 40001;
+ * test/specs/serializable_writers.spec).
+ */
 bool
 kz_ledger_lookup(const char *mutation_id, KzLedgerEntry *e)
 {
-	Oid			types[1] = {UUIDOID};
-	Datum		values[1];
-	bool		isnull;
+	KzBkTable	t;
+	ScanKeyData key;
 	HeapTuple	tup;
-	TupleDesc	desc;
+	bool		isnull;
 	Jsonb	   *vj;
 	char	   *verdict;
 
 	memset(e, 0, sizeof(*e));
-	values[0] = ledger_uuid(mutation_id);
-	if (kz_spi_priv("SELECT user_id, table_name, pk, verdict FROM kizunasync.verdicts"
-					" WHERE mutation_id OPERATOR(pg_catalog.=) $1",
-					1, types, values, NULL, false, 1, SPI_OK_SELECT) == 0)
+	kz_bk_open(&t, "verdicts");
+	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, ledger_uuid(mutation_id));
+	tup = kz_bk_fetch(&t, kz_bk_index(&t, "verdicts_pkey"), 1, &key);
+	if (tup == NULL)
 	{
-		SPI_freetuptable(SPI_tuptable);
+		kz_bk_close(&t);
 		return false;
 	}
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	e->user_id = SPI_getvalue(tup, desc, 1);
-	e->table = SPI_getvalue(tup, desc, 2);
-	e->pk = SPI_getvalue(tup, desc, 3);
-	vj = DatumGetJsonbPCopy(SPI_getbinval(tup, desc, 4, &isnull));
-	SPI_freetuptable(SPI_tuptable);
+	e->user_id = ledger_text(&t, tup, "user_id");
+	e->table = ledger_text(&t, tup, "table_name");
+	e->pk = ledger_text(&t, tup, "pk");
+	vj = DatumGetJsonbPCopy(heap_getattr(tup, ledger_attnum(&t, "verdict"),
+										 RelationGetDescr(t.heap), &isnull));
+	heap_freetuple(tup);
+	kz_bk_close(&t);
 
 	strlcpy(e->verdict.mutation_id, mutation_id, sizeof(e->verdict.mutation_id));
 	verdict = ledger_string(vj, "verdict");
