@@ -38,15 +38,19 @@ extern void kz_bk_close(KzBkTable *t);
 extern Relation kz_bk_index(KzBkTable *t, const char *name);
 
 /*
- * Delete the live tuple of t whose key in unique index (a btree on text
- * columns) equals keys[0..nkeys-1], looking with a fresh snapshot (every
- * committed tuple, and the current transaction's own once the caller has
- * run CommandCounterIncrement).  A tuple deleted by a transaction that
- * committed meanwhile is looked up again; one being deleted by a running
- * transaction is waited for.  Returns whether a tuple was deleted.
+ * A palloc'd copy of the live tuple of t that index finds with the caller's
+ * scan keys (SnapshotSelf: no predicate lock, decisions/0086), or NULL.
  */
 extern HeapTuple kz_bk_fetch(KzBkTable *t, Relation index, int nkeys, ScanKey keys);
 
+/*
+ * Delete the live tuple of t whose key in unique index (a btree on text
+ * columns) equals keys[0..nkeys-1], looking with SnapshotSelf (every
+ * committed tuple, and the current transaction's own once the caller has
+ * run CommandCounterIncrement; no predicate lock, decisions/0086).  A tuple deleted by a transaction that
+ * committed meanwhile is looked up again; one being deleted by a running
+ * transaction is waited for.  Returns whether a tuple was deleted.
+ */
 extern bool kz_bk_delete_unique(KzBkTable *t, Relation index, int nkeys,
 								const char *const *keys);
 

@@ -10,11 +10,11 @@
 #include "access/htup_details.h"
 #include "access/stratnum.h"
 #include "catalog/pg_type.h"
+#include "utils/builtins.h"
 #include "utils/fmgroids.h"
+#include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
-#include "utils/builtins.h"
-#include "utils/jsonb.h"
 #include "utils/uuid.h"
 
 #include "bookkeeping.h"
@@ -64,7 +64,7 @@ ledger_text(KzBkTable *t, HeapTuple tup, const char *name)
  * extension's, so its lookup sees what has committed by now and takes no
  * predicate lock (two SERIALIZABLE pushes of other rows each read the
  * ledger's index page the other inserted into, and one failed with 40001;
- * test/specs/serializable_writers.spec).
+ * test/specs/serializable_pushes.spec, decisions/0086).
  */
 bool
 kz_ledger_lookup(const char *mutation_id, KzLedgerEntry *e)
