@@ -339,6 +339,19 @@ kz_capture(PG_FUNCTION_ARGS)
 	if (conf == NULL)
 		return PointerGetDatum(result); /* not (or no longer) synced */
 
+	/*
+	 * A crash empties an unlogged table without a tombstone for any of its
+	 * rows.  sync_table refuses one; a synced table switched with ALTER
+	 * TABLE ... SET UNLOGGED is stopped here, at its first write.
+	 */
+	if (trigdata->tg_relation->rd_rel->relpersistence != RELPERSISTENCE_PERMANENT)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("synced table \"%s\" is not logged",
+						RelationGetRelationName(trigdata->tg_relation)),
+				 errdetail("A crash would empty it without recording the deletes."),
+				 errhint("Make it logged again with ALTER TABLE ... SET LOGGED, or unsync it.")));
+
 	/* render as the writer (the current user), under the rendering settings */
 	kz_entry_trigger(trigdata->tg_trigger->tgfoid);
 	level = kz_render_settings_begin();

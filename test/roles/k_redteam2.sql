@@ -3,7 +3,7 @@
 -- fail safely, kept so they stay covered.
 -- db: kz_roles_k_red2
 -- owner: kz_r_k2_dbo
--- plan: 28
+-- plan: 31
 --
 -- Each as an ordinary LOGIN role in its own session:
 --   K1 (DEFECT on main 8df535e) a non-atomic push whose mutation is rejected
@@ -300,6 +300,21 @@ CREATE UNLOGGED TABLE public.k7_unlogged (id bigint PRIMARY KEY, v text);
 ALTER TABLE public.k7_unlogged ENABLE ROW LEVEL SECURITY;
 SELECT kizunasync.sync_table('public.k7_unlogged');
 SELECT kzt.expect(:'SQLSTATE', '42809', 'K7: sync_table of an unlogged table is refused', :'LAST_ERROR_MESSAGE');
+-- a synced table its owner switches to UNLOGGED afterwards: its writes are
+-- refused until it is logged again (nothing commits that a crash could
+-- take without a tombstone)
+SET client_min_messages = warning;
+CREATE TABLE public.k7_items (id bigint PRIMARY KEY, v text);
+ALTER TABLE public.k7_items ENABLE ROW LEVEL SECURITY;
+SELECT kizunasync.sync_table('public.k7_items');
+RESET client_min_messages;
+ALTER TABLE public.k7_items SET UNLOGGED;
+INSERT INTO public.k7_items VALUES (1, 'unlogged');
+SELECT kzt.expect(:'SQLSTATE', '55000', 'K7: a write to a synced table switched to UNLOGGED is refused', :'LAST_ERROR_MESSAGE');
+SELECT kzt.is((SELECT count(*) FROM public.k7_items)::text, '0', 'K7: and nothing of it committed');
+ALTER TABLE public.k7_items SET LOGGED;
+INSERT INTO public.k7_items VALUES (2, 'logged again');
+SELECT kzt.expect(:'SQLSTATE', '00000', 'K7: logged again, writes are captured as before', :'LAST_ERROR_MESSAGE');
 \set ON_ERROR_STOP 1
 
 -- ---------------------------------------------------------------- K5
