@@ -9,12 +9,14 @@
 
 #include "access/htup_details.h"
 #include "access/stratnum.h"
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/uuid.h"
 
 #include "bookkeeping.h"
@@ -84,6 +86,24 @@ kz_ledger_lookup(const char *mutation_id, KzLedgerEntry *e)
 	{
 		kz_bk_close(&t);
 		return false;
+	}
+
+	/*
+	 * Under REPEATABLE READ or SERIALIZABLE, a verdict that a push committed
+	 * after this transaction's snapshot cannot be replayed here: the server
+	 * row would be rendered without the mutation's effect.  This call fails,
+	 * as when it records (kz_ledger_record); its retry replays.
+	 */
+	if (IsolationUsesXactSnapshot())
+	{
+		TransactionId xmin = HeapTupleHeaderGetXmin(tup->t_data);
+
+		if (!TransactionIdIsCurrentTransactionId(xmin) &&
+			XidInMVCCSnapshot(xmin, GetTransactionSnapshot()))
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("mutation %s was decided by a concurrent push", mutation_id),
+					 errhint("Retry the push; the retry answers with the recorded verdict.")));
 	}
 	e->user_id = ledger_text(&t, tup, "user_id");
 	e->table = ledger_text(&t, tup, "table_name");
