@@ -109,13 +109,46 @@ kz_bk_index(KzBkTable *t, const char *name)
 	return NULL;				/* keep compiler quiet */
 }
 
-/* The TID of the live tuple with that key, or false. */
+int
+kz_bk_column(KzBkTable *t, const char *name)
+{
+	TupleDesc	desc = RelationGetDescr(t->heap);
+	int			i;
+
+	for (i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
+			return i;
+	}
+	elog(ERROR, "bookkeeping table \"%s\" has no column \"%s\"",
+		 RelationGetRelationName(t->heap), name);
+	return -1;					/* keep compiler quiet */
+}
+
+/*
+ * The first live tuple index finds with keys, stored in slot; seen with
+ * SnapshotSelf (the header comment), so the read takes no predicate lock.
+ */
+static bool
+bk_scan_first(KzBkTable *t, Relation index, int nkeys, ScanKey keys, TupleTableSlot *slot)
+{
+	IndexScanDesc scan = index_beginscan(t->heap, index, SnapshotSelf, nkeys, 0);
+	bool		found;
+
+	index_rescan(scan, keys, nkeys, NULL, 0);
+	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	index_endscan(scan);
+	return found;
+}
+
+/* The TID of the live tuple with that text key, or false. */
 static bool
 bk_find_unique(KzBkTable *t, Relation index, int nkeys, const char *const *keys,
-			   Snapshot snap, ItemPointer tid)
+			   ItemPointer tid)
 {
 	ScanKeyData skey[INDEX_MAX_KEYS];
-	IndexScanDesc scan;
 	TupleTableSlot *slot = table_slot_create(t->heap, NULL);
 	bool		found;
 	int			i;
@@ -124,33 +157,21 @@ bk_find_unique(KzBkTable *t, Relation index, int nkeys, const char *const *keys,
 		ScanKeyEntryInitialize(&skey[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
 							   index->rd_indcollation[i], F_TEXTEQ,
 							   CStringGetTextDatum(keys[i]));
-	scan = index_beginscan(t->heap, index, snap, nkeys, 0);
-	index_rescan(scan, skey, nkeys, NULL, 0);
-	found = index_getnext_slot(scan, ForwardScanDirection, slot);
+	found = bk_scan_first(t, index, nkeys, skey, slot);
 	if (found)
 		*tid = slot->tts_tid;
-	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 	return found;
 }
 
-/*
- * A copy of the live tuple whose index key matches keys (the caller's scan
- * keys, one per leading index column), or NULL; seen with SnapshotSelf like
- * the lookup below, so a read of the bookkeeping takes no predicate lock.
- */
 HeapTuple
 kz_bk_fetch(KzBkTable *t, Relation index, int nkeys, ScanKey keys)
 {
 	TupleTableSlot *slot = table_slot_create(t->heap, NULL);
-	IndexScanDesc scan;
 	HeapTuple	tup = NULL;
 
-	scan = index_beginscan(t->heap, index, SnapshotSelf, nkeys, 0);
-	index_rescan(scan, keys, nkeys, NULL, 0);
-	if (index_getnext_slot(scan, ForwardScanDirection, slot))
+	if (bk_scan_first(t, index, nkeys, keys, slot))
 		tup = ExecCopySlotHeapTuple(slot);
-	index_endscan(scan);
 	ExecDropSingleTupleTableSlot(slot);
 	return tup;
 }
@@ -163,7 +184,7 @@ kz_bk_delete_unique(KzBkTable *t, Relation index, int nkeys, const char *const *
 		ItemPointerData tid;
 		TM_FailureData tmfd;
 		TM_Result	result;
-		bool		found = bk_find_unique(t, index, nkeys, keys, SnapshotSelf, &tid);
+		bool		found = bk_find_unique(t, index, nkeys, keys, &tid);
 
 		if (!found)
 			return false;

@@ -37,6 +37,9 @@ extern void kz_bk_close(KzBkTable *t);
 /* The index of t named name (an error when it has none). */
 extern Relation kz_bk_index(KzBkTable *t, const char *name);
 
+/* The 0-based position of column name in t's tuples (an error when none). */
+extern int	kz_bk_column(KzBkTable *t, const char *name);
+
 /*
  * A palloc'd copy of the live tuple of t that index finds with the caller's
  * scan keys (SnapshotSelf: no predicate lock, decisions/0086), or NULL.
@@ -47,9 +50,9 @@ extern HeapTuple kz_bk_fetch(KzBkTable *t, Relation index, int nkeys, ScanKey ke
  * Delete the live tuple of t whose key in unique index (a btree on text
  * columns) equals keys[0..nkeys-1], looking with SnapshotSelf (every
  * committed tuple, and the current transaction's own once the caller has
- * run CommandCounterIncrement; no predicate lock, decisions/0086).  A tuple deleted by a transaction that
- * committed meanwhile is looked up again; one being deleted by a running
- * transaction is waited for.  Returns whether a tuple was deleted.
+ * run CommandCounterIncrement; no predicate lock, decisions/0086).  A tuple
+ * deleted by a transaction that committed meanwhile is looked up again; one
+ * being deleted by a running transaction is waited for.  Returns whether a tuple was deleted.
  */
 extern bool kz_bk_delete_unique(KzBkTable *t, Relation index, int nkeys,
 								const char *const *keys);

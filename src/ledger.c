@@ -14,7 +14,6 @@
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/jsonb.h"
-#include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/uuid.h"
@@ -30,17 +29,6 @@ ledger_uuid(const char *text)
 	return DirectFunctionCall1(uuid_in, CStringGetDatum(text));
 }
 
-/* The attribute number of a column of kizunasync.verdicts. */
-static AttrNumber
-ledger_attnum(KzBkTable *t, const char *name)
-{
-	AttrNumber	attnum = get_attnum(RelationGetRelid(t->heap), name);
-
-	if (attnum == InvalidAttrNumber)
-		elog(ERROR, "bookkeeping column \"verdicts.%s\" is missing", name);
-	return attnum;
-}
-
 /* The string value of a top-level key of the stored verdict, or NULL. */
 static char *
 ledger_string(Jsonb *vj, const char *key)
@@ -50,14 +38,13 @@ ledger_string(Jsonb *vj, const char *key)
 	return kz_jsonb_key_text(vj, key, &found);
 }
 
-/* The text value of column name of a verdicts tuple, or NULL. */
+/* The text of column name of a deformed verdicts tuple, or NULL. */
 static char *
-ledger_text(KzBkTable *t, HeapTuple tup, const char *name)
+ledger_text(KzBkTable *t, const Datum *values, const bool *nulls, const char *name)
 {
-	bool		isnull;
-	Datum		d = heap_getattr(tup, ledger_attnum(t, name), RelationGetDescr(t->heap), &isnull);
+	int			col = kz_bk_column(t, name);
 
-	return isnull ? NULL : TextDatumGetCString(d);
+	return nulls[col] ? NULL : TextDatumGetCString(values[col]);
 }
 
 /*
@@ -74,7 +61,8 @@ kz_ledger_lookup(const char *mutation_id, KzLedgerEntry *e)
 	KzBkTable	t;
 	ScanKeyData key;
 	HeapTuple	tup;
-	bool		isnull;
+	Datum	   *values;
+	bool	   *nulls;
 	Jsonb	   *vj;
 	char	   *verdict;
 
@@ -105,11 +93,15 @@ kz_ledger_lookup(const char *mutation_id, KzLedgerEntry *e)
 					 errmsg("mutation %s was decided by a concurrent push", mutation_id),
 					 errhint("Retry the push; the retry answers with the recorded verdict.")));
 	}
-	e->user_id = ledger_text(&t, tup, "user_id");
-	e->table = ledger_text(&t, tup, "table_name");
-	e->pk = ledger_text(&t, tup, "pk");
-	vj = DatumGetJsonbPCopy(heap_getattr(tup, ledger_attnum(&t, "verdict"),
-										 RelationGetDescr(t.heap), &isnull));
+	values = palloc(sizeof(Datum) * RelationGetDescr(t.heap)->natts);
+	nulls = palloc(sizeof(bool) * RelationGetDescr(t.heap)->natts);
+	heap_deform_tuple(tup, RelationGetDescr(t.heap), values, nulls);
+	e->user_id = ledger_text(&t, values, nulls, "user_id");
+	e->table = ledger_text(&t, values, nulls, "table_name");
+	e->pk = ledger_text(&t, values, nulls, "pk");
+	vj = DatumGetJsonbPCopy(values[kz_bk_column(&t, "verdict")]);
+	pfree(values);
+	pfree(nulls);
 	heap_freetuple(tup);
 	kz_bk_close(&t);
 

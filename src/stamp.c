@@ -103,7 +103,7 @@ kz_stamp_check_lengths(const char *table_name, const char *pk, const char *bucke
 				 errhint("Bucket values longer than a pull may ask for can never be delivered.")));
 }
 
-/* Attribute numbers of the entry tables' columns, looked up by name. */
+/* Positions of the entry tables' columns, looked up by name. */
 typedef struct StampColumns
 {
 	int			seq;
@@ -115,38 +115,20 @@ typedef struct StampColumns
 	int			deleted_at;		/* tombstones */
 } StampColumns;
 
-static int
-stamp_attnum(Relation rel, const char *name)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-	int			i;
-
-	for (i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (!att->attisdropped && strcmp(NameStr(att->attname), name) == 0)
-			return i;
-	}
-	elog(ERROR, "bookkeeping table \"%s\" has no column \"%s\"",
-		 RelationGetRelationName(rel), name);
-	return -1;					/* keep compiler quiet */
-}
-
 static void
-stamp_columns(Relation changelog, Relation tombstones, StampColumns *cl, StampColumns *tb)
+stamp_columns(KzBkTable *changelog, KzBkTable *tombstones, StampColumns *cl, StampColumns *tb)
 {
-	cl->seq = stamp_attnum(changelog, "seq");
-	cl->table_name = stamp_attnum(changelog, "table_name");
-	cl->pk = stamp_attnum(changelog, "pk");
-	cl->bucket_value = stamp_attnum(changelog, "bucket_value");
-	cl->row_xmin = stamp_attnum(changelog, "row_xmin");
-	tb->seq = stamp_attnum(tombstones, "seq");
-	tb->table_name = stamp_attnum(tombstones, "table_name");
-	tb->pk = stamp_attnum(tombstones, "pk");
-	tb->bucket_value = stamp_attnum(tombstones, "bucket_value");
-	tb->bucket_snapshot = stamp_attnum(tombstones, "bucket_snapshot");
-	tb->deleted_at = stamp_attnum(tombstones, "deleted_at");
+	cl->seq = kz_bk_column(changelog, "seq");
+	cl->table_name = kz_bk_column(changelog, "table_name");
+	cl->pk = kz_bk_column(changelog, "pk");
+	cl->bucket_value = kz_bk_column(changelog, "bucket_value");
+	cl->row_xmin = kz_bk_column(changelog, "row_xmin");
+	tb->seq = kz_bk_column(tombstones, "seq");
+	tb->table_name = kz_bk_column(tombstones, "table_name");
+	tb->pk = kz_bk_column(tombstones, "pk");
+	tb->bucket_value = kz_bk_column(tombstones, "bucket_value");
+	tb->bucket_snapshot = kz_bk_column(tombstones, "bucket_snapshot");
+	tb->deleted_at = kz_bk_column(tombstones, "deleted_at");
 }
 
 /* One entry of a chunk, built outside the section. */
@@ -322,7 +304,7 @@ kz_stamp_record(const KzChange *changes, int n)
 	kz_bk_open(&tb, "tombstones");
 	cl_key = kz_bk_index(&cl, "changelog_table_name_pk_key");
 	tb_key = kz_bk_index(&tb, "tombstones_table_name_pk_bucket_value_key");
-	stamp_columns(cl.heap, tb.heap, &clc, &tbc);
+	stamp_columns(&cl, &tb, &clc, &tbc);
 	clfirst = stamp_first_indexes(&cl, "changelog_pkey", "changelog_bucket_idx");
 	tbfirst = stamp_first_indexes(&tb, "tombstones_pkey", "tombstones_bucket_idx");
 	chunk = palloc(sizeof(StampEntry) * Min(n, KZ_STAMP_CHUNK));
