@@ -26,6 +26,7 @@
 #include "kizunasync.h"
 #include "capture_batch.h"
 #include "push_decide.h"
+#include "release_guard.h"
 #include "wakeup.h"
 
 PG_MODULE_MAGIC;
@@ -52,4 +53,5 @@ _PG_init(void)
 	kz_push_decide_define_gucs();
 	kz_wakeup_define_gucs();
 	kz_capture_batch_init();
+	kz_release_guard_init();
 }
