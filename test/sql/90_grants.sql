@@ -41,3 +41,12 @@ SELECT has_schema_privilege('anon', 'kizunasync', 'USAGE') AS anon_usage,
        has_schema_privilege('authenticated', 'kizunasync', 'CREATE') AS authn_create,
        has_schema_privilege('pg_database_owner', 'kizunasync', 'USAGE') AS db_owner_usage,
        has_schema_privilege('pg_database_owner', 'kizunasync', 'CREATE') AS db_owner_create;
+-- No SQL-language function and no SECURITY DEFINER function at all: an
+-- older library never meets one of ours in an upgrade window
+-- (decisions/0080, "SQL-language objects of older releases").
+SELECT l.lanname, p.prosecdef, count(*) AS functions
+  FROM pg_proc p
+  JOIN pg_language l ON l.oid = p.prolang
+  JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'kizunasync'
+ GROUP BY 1, 2 ORDER BY 1, 2;
