@@ -10,7 +10,11 @@ OBJS        = $(patsubst %.c,%.o,$(sort $(wildcard src/*.c)))
 # sql/upgrade/PREV--NEW.post.sql and the grants.  Released scripts
 # (sql/kizunasync--X.Y.Z.sql, sql/kizunasync--A--B.sql) are frozen as shipped
 # and committed (see decisions/0080-releases.md).
-KZ_VERSION  = $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(srcdir)/kizunasync.control)
+KZ_TOP      := $(dir $(abspath $(lastword $(MAKEFILE_LIST))))
+KZ_VERSION  := $(shell sed -n "s/^default_version = '\(.*\)'/\1/p" $(KZ_TOP)kizunasync.control)
+ifeq ($(KZ_VERSION),)
+$(error kizunasync.control has no default_version: cannot name the install script)
+endif
 KZ_PARTS    = $(sort $(wildcard sql/src/*.sql))
 KZ_INSTALL_ONLY = sql/src/00_schema.sql sql/src/90_triggers.sql
 KZ_GRANTS   = sql/src/99_grants.sql
@@ -52,8 +56,11 @@ kz-outdirs:
 	mkdir -p $(KZ_OUTDIR)/regress $(KZ_OUTDIR)/isolation
 	chmod 777 $(KZ_OUTDIR) $(KZ_OUTDIR)/regress $(KZ_OUTDIR)/isolation
 
-# The test-only extension (test/ext): installed by the test harness only.
-.PHONY: install-test
+# The test-only extension and its library (test/ext): installed by the test
+# harness only.
+.PHONY: install-test clean-test
 install-test:
-	$(INSTALL_DATA) $(srcdir)/test/ext/kizunasync_test.control '$(DESTDIR)$(datadir)/extension/'
-	$(INSTALL_DATA) $(srcdir)/test/ext/kizunasync_test--1.0.sql '$(DESTDIR)$(datadir)/extension/'
+	$(MAKE) -C test/ext PG_CONFIG='$(PG_CONFIG)' install
+clean-test:
+	$(MAKE) -C test/ext PG_CONFIG='$(PG_CONFIG)' clean
+clean: clean-test

@@ -53,7 +53,6 @@ PG_FUNCTION_INFO_V1(kz_sync_table);
 PG_FUNCTION_INFO_V1(kz_unsync_table);
 PG_FUNCTION_INFO_V1(kz_repair_table);
 PG_FUNCTION_INFO_V1(kz_on_sql_drop);
-PG_FUNCTION_INFO_V1(kz_seed);
 
 /* The arguments of sync_table, in declaration order. */
 typedef struct SyncArgs
@@ -744,20 +743,5 @@ kz_on_sql_drop(PG_FUNCTION_ARGS)
 		provision_forget(name);
 	}
 	kz_spi_finish();
-	PG_RETURN_NULL();
-}
-
-/*
- * kizunasync._seed(tbl regclass): 0.1.0's seeding helper, called by its
- * PL/pgSQL sync_table.  Seeding is part of sync_table since 0.2.0; the
- * symbol stays so that 0.1.0's install script loads, and refuses.
- */
-Datum
-kz_seed(PG_FUNCTION_ARGS)
-{
-	ereport(ERROR,
-			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-			 errmsg("the SQL objects of extension \"kizunasync\" are older than its library"),
-			 errhint("Run ALTER EXTENSION kizunasync UPDATE.")));
 	PG_RETURN_NULL();
 }

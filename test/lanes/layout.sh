@@ -6,8 +6,12 @@
 # exported function declared in its own file's header.  The checker's
 # self-test runs first: it builds trees that break each rule and wants each
 # caught, so the lane cannot pass with a checker that cannot fail.
-# Appends "layout <passed> <failed> 0" to $KZ_RESULTS (one count per rule
-# and per self-test case).  Needs no cluster; about a second.
+# Then the packaging checks of scripts/check_package.sh (issue 23 item 12:
+# no test-only entry point in the production library, no empty-version
+# install script, the build refuses an empty version).
+# Appends "layout <passed> <failed> 0" to $KZ_RESULTS (one count per rule,
+# per self-test case and per packaging check).  Needs no cluster; a few
+# seconds.
 KZ_EXTRA_LANES="$KZ_EXTRA_LANES layout"
 
 lane_layout() {
@@ -16,6 +20,7 @@ lane_layout() {
 	{
 		python3 "$ROOT/scripts/check_layout.py" --self-test || rc=$?
 		python3 "$ROOT/scripts/check_layout.py" --src "$ROOT/src" || rc=$?
+		bash "$ROOT/scripts/check_package.sh" "$PG_CONFIG" || rc=$?
 	} > "$log" 2>&1
 	grep -v '^ok ' "$log" | grep -v '^1\.\.' || true
 	p=$(grep -c '^ok ' "$log" || true)

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Packaging checks (issue 23 item 12), TAP lines, no cluster needed; run by
+# the layout lane after the build:
+#   - the production library exports none of the test-only entry points
+#     (they live in test/ext's own library, kizunasync_test.so);
+#   - `make install` installs no install script with an empty version and
+#     nothing of the test extension;
+#   - the build refuses a control file without default_version.
+# Usage: bash scripts/check_package.sh [PG_CONFIG]
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PGC=${1:-${PG_CONFIG:-pg_config}}
+n=0 fail=0
+ok() { n=$((n + 1)); echo "ok $n - $1"; }
+notok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n - $1"; shift; printf '#   %s\n' "$@"; }
+
+lib=$ROOT/kizunasync.so
+if [ ! -f "$lib" ]; then
+	notok "the library is built ($lib)"
+else
+	syms=$(nm -D --defined-only "$lib" | awk '{print $3}' | grep -E '^(kzt_|kz_test_)' || true)
+	if [ -z "$syms" ]; then ok "kizunasync.so exports no test-only entry point"
+	else notok "kizunasync.so exports no test-only entry point" "$syms"; fi
+fi
+
+inst=$(make -C "$ROOT" -n -s install PG_CONFIG="$PGC" 2>&1)
+bad=$(printf '%s\n' "$inst" | grep -oE "kizunasync--\.sql|kizunasync_test[^ ']*" | sort -u || true)
+if [ -z "$bad" ]; then ok "make install installs no empty-version script and nothing of kizunasync_test"
+else notok "make install installs no empty-version script and nothing of kizunasync_test" "$bad"; fi
+if git -C "$ROOT" ls-files --error-unmatch sql/kizunasync--.sql >/dev/null 2>&1; then
+	notok "sql/kizunasync--.sql is not committed"
+else ok "sql/kizunasync--.sql is not committed"; fi
+
+tmp=$(mktemp -d)
+cp "$ROOT/Makefile" "$tmp/"
+sed '/^default_version/d' "$ROOT/kizunasync.control" > "$tmp/kizunasync.control"
+out=$(make -C "$tmp" -n PG_CONFIG="$PGC" 2>&1); rc=$?
+if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q 'no default_version'; then
+	ok "the build refuses a control file without default_version"
+else
+	notok "the build refuses a control file without default_version" "exit $rc: $(printf '%s' "$out" | head -n 3)"
+fi
+rm -rf "$tmp"
+echo "1..$n"
+[ $fail -eq 0 ]
