@@ -448,7 +448,13 @@ kz_push_decide(KzMutationCtx *ctx, KzVerdict *v)
 	if (m->op != KZ_OP_DELETE)
 		u.locked = kz_render_row(t, ctx->keyvals, true);
 
-	/* removed-row check, for every op */
+	/*
+	 * Removed-row check, for every op, after the row lock.  A tombstone
+	 * counts only for a caller that holds the grant of its bucket (one that
+	 * pull delivers it to): any other caller is answered as its own
+	 * statements are under its policies, so the answer never tells it that
+	 * a key it could not see was once used (decisions/0030).
+	 */
 	here = decide_deleted_here(t, m->pk);
 	if (here == 'd')
 	{
@@ -459,12 +465,10 @@ kz_push_decide(KzMutationCtx *ctx, KzVerdict *v)
 	{
 		char	   *bucket = decide_live_tombstone(t, m->pk);
 
-		if (bucket != NULL)
+		if (bucket != NULL && ctx->sub != NULL &&
+			kz_grants_held(ctx->sub, t->conf->table_name, bucket))
 		{
-			bool		held = ctx->sub != NULL &&
-				kz_grants_held(ctx->sub, t->conf->table_name, bucket);
-
-			decide_reject(v, held ? KZ_R_DELETE_WINS : KZ_R_RLS_DENIED, NULL);
+			decide_reject(v, KZ_R_DELETE_WINS, NULL);
 			return;
 		}
 	}
