@@ -17,6 +17,7 @@
 #include "utils/guc.h"
 #include "utils/memutils.h"
 #include "utils/resowner.h"
+#include "utils/snapmgr.h"
 
 #include "capture_queue.h"
 #include "errors.h"
@@ -60,11 +61,12 @@ typedef struct DecideUnit
 /* ------------------------------------------------------- removed-row check */
 
 /*
- * The newest tombstone of (table, pk) that no newer upsert follows.
- * Returns its bucket value, or NULL when there is none.
+ * The newest tombstone of (table, pk) that no newer upsert follows, as snap
+ * sees it.  Returns its bucket value, or NULL when there is none; *xmin is
+ * the transaction that wrote it.
  */
 static char *
-decide_live_tombstone(KzTableDesc *t, const char *pk)
+decide_tombstone_as_of(KzTableDesc *t, const char *pk, Snapshot snap, TransactionId *xmin)
 {
 	Oid			types[2] = {TEXTOID, TEXTOID};
 	Datum		values[2];
@@ -72,16 +74,55 @@ decide_live_tombstone(KzTableDesc *t, const char *pk)
 
 	values[0] = CStringGetTextDatum(t->conf->table_name);
 	values[1] = CStringGetTextDatum(pk);
-	if (kz_spi_priv("SELECT t.bucket_value FROM kizunasync.tombstones t"
-					" WHERE t.table_name OPERATOR(pg_catalog.=) $1 AND t.pk OPERATOR(pg_catalog.=) $2"
-					" AND NOT EXISTS (SELECT 1 FROM kizunasync.changelog c"
-					"   WHERE c.table_name OPERATOR(pg_catalog.=) t.table_name"
-					"   AND c.pk OPERATOR(pg_catalog.=) t.pk AND c.seq OPERATOR(pg_catalog.>) t.seq)"
-					" ORDER BY t.seq DESC LIMIT 1",
-					2, types, values, NULL, true, 1, SPI_OK_SELECT) > 0)
+	*xmin = InvalidTransactionId;
+	if (kz_spi_priv_snapshot("SELECT t.bucket_value, t.xmin FROM kizunasync.tombstones t"
+							 " WHERE t.table_name OPERATOR(pg_catalog.=) $1 AND t.pk OPERATOR(pg_catalog.=) $2"
+							 " AND NOT EXISTS (SELECT 1 FROM kizunasync.changelog c"
+							 "   WHERE c.table_name OPERATOR(pg_catalog.=) t.table_name"
+							 "   AND c.pk OPERATOR(pg_catalog.=) t.pk AND c.seq OPERATOR(pg_catalog.>) t.seq)"
+							 " ORDER BY t.seq DESC LIMIT 1",
+							 2, types, values, NULL, snap, 1, SPI_OK_SELECT) > 0)
+	{
+		bool		isnull;
+
 		bucket = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+		*xmin = DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[0],
+													SPI_tuptable->tupdesc, 2, &isnull));
+	}
 	SPI_freetuptable(SPI_tuptable);
 	return bucket;
+}
+
+/*
+ * The newest live tombstone of (table, pk): its bucket value, or NULL.
+ *
+ * It is read with the latest snapshot, not the push statement's: the
+ * lookup follows the row lock (or the DELETE) that may have waited for a
+ * concurrent delete, and that delete's tombstone committed after the
+ * statement began (under READ COMMITTED the waiting statement goes on
+ * with the newest row version, so its tombstone must be seen too).  Under
+ * REPEATABLE READ or SERIALIZABLE the answer is the transaction
+ * snapshot's, and a live tombstone written after that snapshot (the row
+ * was deleted concurrently) fails the call with 40001, as PostgreSQL's
+ * own statements do on a concurrent delete; the retry sees it.
+ */
+static char *
+decide_live_tombstone(KzTableDesc *t, const char *pk)
+{
+	TransactionId xmin;
+	char	   *bucket = decide_tombstone_as_of(t, pk, GetLatestSnapshot(), &xmin);
+
+	if (!IsolationUsesXactSnapshot())
+		return bucket;
+	if (bucket != NULL && !TransactionIdIsCurrentTransactionId(xmin) &&
+		XidInMVCCSnapshot(xmin, GetTransactionSnapshot()))
+		ereport(ERROR,
+				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+				 errmsg("could not serialize access due to concurrent delete"),
+				 errdetail("The row of synced table \"%s\" that the mutation writes was deleted after this transaction's snapshot was taken.",
+						   t->conf->table_name),
+				 errhint("Retry the push.")));
+	return decide_tombstone_as_of(t, pk, GetTransactionSnapshot(), &xmin);
 }
 
 /*
@@ -407,7 +448,13 @@ kz_push_decide(KzMutationCtx *ctx, KzVerdict *v)
 	if (m->op != KZ_OP_DELETE)
 		u.locked = kz_render_row(t, ctx->keyvals, true);
 
-	/* removed-row check, for every op */
+	/*
+	 * Removed-row check, for every op, after the row lock.  A tombstone
+	 * counts only for a caller that holds the grant of its bucket (one that
+	 * pull delivers it to): any other caller is answered as its own
+	 * statements are under its policies, so the answer never tells it that
+	 * a key it could not see was once used (decisions/0030).
+	 */
 	here = decide_deleted_here(t, m->pk);
 	if (here == 'd')
 	{
@@ -418,12 +465,10 @@ kz_push_decide(KzMutationCtx *ctx, KzVerdict *v)
 	{
 		char	   *bucket = decide_live_tombstone(t, m->pk);
 
-		if (bucket != NULL)
+		if (bucket != NULL && ctx->sub != NULL &&
+			kz_grants_held(ctx->sub, t->conf->table_name, bucket))
 		{
-			bool		held = ctx->sub != NULL &&
-				kz_grants_held(ctx->sub, t->conf->table_name, bucket);
-
-			decide_reject(v, held ? KZ_R_DELETE_WINS : KZ_R_RLS_DENIED, NULL);
+			decide_reject(v, KZ_R_DELETE_WINS, NULL);
 			return;
 		}
 	}

@@ -162,6 +162,24 @@ spi_plan_lookup(const char *sql, int nargs, const Oid *argtypes)
 	return plan;
 }
 
+uint64
+kz_spi_priv_snapshot(const char *sql, int nargs, const Oid *argtypes, Datum *values,
+					 const char *nulls, Snapshot snap, long count, int expect)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	KzUserSwitch s;
+	int			rc;
+
+	kz_priv_begin(&s);
+	rc = SPI_execute_snapshot(kz_plan(sql, nargs, argtypes), values, nulls, snap,
+							  InvalidSnapshot, false, false, count);
+	MemoryContextSwitchTo(cxt);
+	kz_priv_end(&s);
+	if (rc != expect)
+		elog(ERROR, "unexpected SPI result %s on: %s", SPI_result_code_string(rc), sql);
+	return SPI_processed;
+}
+
 int
 kz_plan_cache_count(void)
 {

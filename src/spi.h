@@ -47,6 +47,16 @@ extern uint64 kz_spi_priv(const char *sql, int nargs, const Oid *argtypes,
 						  Datum *values, const char *nulls, bool read_only,
 						  long count, int expect);
 
+/*
+ * kz_spi_priv with the given snapshot instead of the transaction's (its
+ * command id advanced, so this transaction's earlier writes are seen): a
+ * bookkeeping read that must see what committed after the statement
+ * began, e.g. after a lock wait.
+ */
+extern uint64 kz_spi_priv_snapshot(const char *sql, int nargs, const Oid *argtypes,
+								   Datum *values, const char *nulls, Snapshot snap,
+								   long count, int expect);
+
 /* Number of plans currently kept (for tests). */
 extern int	kz_plan_cache_count(void);
 

@@ -82,13 +82,23 @@ SELECT (SELECT count(*) FROM kizunasync.changelog WHERE seq > :seq_before) AS ne
 SELECT pt.push(:'ua', '{"mutations": [{"columns": {}, "mutation_id": "00000000-0000-4000-8000-f10000000018", "op": "update", "pk": "00000000-0000-4000-8000-e10000000004", "table": "todos", "transforms": {"likes": {"by": 1, "op": "increment"}}}]}');
 
 -- DELETE_WINS: a delete earlier in the same batch; a tombstone the caller
--- holds a grant for; the same tombstone without a grant is RLS_DENIED
+-- holds a grant for; without the grant the tombstone does not count and the
+-- update is decided as the caller's own (the row is gone: RLS_DENIED)
 SELECT pt.push(:'ua', '{"mutations": [{"mutation_id": "00000000-0000-4000-8000-f10000000019", "op": "delete", "pk": "00000000-0000-4000-8000-e10000000004", "table": "todos"}, {"columns": {"title": "late"}, "mutation_id": "00000000-0000-4000-8000-f10000000020", "op": "update", "pk": "00000000-0000-4000-8000-e10000000004", "table": "todos"}, {"columns": {"owner_id": "00000000-0000-4000-8000-a10000000001"}, "mutation_id": "00000000-0000-4000-8000-f10000000021", "op": "insert", "pk": "00000000-0000-4000-8000-e10000000004", "table": "todos"}]}');
 SELECT count(*) AS tombstones FROM kizunasync.tombstones WHERE pk = '00000000-0000-4000-8000-e10000000004';
 SELECT pt.push(:'ub', '{"mutations": [{"columns": {"title": "x"}, "mutation_id": "00000000-0000-4000-8000-f10000000022", "op": "update", "pk": "00000000-0000-4000-8000-e10000000004", "table": "todos"}]}');
 INSERT INTO kizunasync.bucket_grants (user_id, table_name, bucket_value)
 	VALUES (:'ua', 'todos', :'ua');
 SELECT pt.push(:'ua', '{"mutations": [{"columns": {"title": "x"}, "mutation_id": "00000000-0000-4000-8000-f10000000023", "op": "update", "pk": "00000000-0000-4000-8000-e10000000004", "table": "todos"}]}');
+-- a tombstone of a bucket the caller holds no grant for changes nothing
+-- (issue 23 item 10): a deletes e6; b's insert of e6 is decided as b's own
+-- INSERT (applied), as b's insert of the never-used e7 is
+SELECT pt.push(:'ua', '{"mutations": [{"columns": {"owner_id": "00000000-0000-4000-8000-a10000000001"}, "mutation_id": "00000000-0000-4000-8000-f10000000040", "op": "insert", "pk": "00000000-0000-4000-8000-e10000000006", "table": "todos"}]}') -> 'verdicts' -> 0 ->> 'verdict' AS a_inserts;
+SELECT pt.push(:'ua', '{"mutations": [{"mutation_id": "00000000-0000-4000-8000-f10000000041", "op": "delete", "pk": "00000000-0000-4000-8000-e10000000006", "table": "todos"}]}') -> 'verdicts' -> 0 ->> 'verdict' AS a_deletes;
+SELECT pt.push(:'ub', '{"mutations": [{"columns": {"owner_id": "00000000-0000-4000-8000-a10000000002", "title": "b reuses"}, "mutation_id": "00000000-0000-4000-8000-f10000000042", "op": "insert", "pk": "00000000-0000-4000-8000-e10000000006", "table": "todos"}, {"columns": {"owner_id": "00000000-0000-4000-8000-a10000000002", "title": "b new"}, "mutation_id": "00000000-0000-4000-8000-f10000000043", "op": "insert", "pk": "00000000-0000-4000-8000-e10000000007", "table": "todos"}]}');
+-- the tombstone is followed by b's row now: a's update is RLS_DENIED (b's row is hidden)
+SELECT pt.push(:'ua', '{"mutations": [{"columns": {"title": "mine?"}, "mutation_id": "00000000-0000-4000-8000-f10000000044", "op": "update", "pk": "00000000-0000-4000-8000-e10000000006", "table": "todos"}]}');
+DELETE FROM public.todos WHERE id IN ('00000000-0000-4000-8000-e10000000006', '00000000-0000-4000-8000-e10000000007');
 
 -- COLUMN_DENIED: a column without UPDATE privilege, an unknown column, a
 -- key column update; the whole mutation is refused, nothing applied
