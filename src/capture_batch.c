@@ -29,6 +29,7 @@
  */
 #include "postgres.h"
 
+#include "access/twophase.h"
 #include "access/xact.h"
 #include "executor/executor.h"
 #include "miscadmin.h"
@@ -39,6 +40,8 @@
 
 #include "capture_batch.h"
 #include "capture_queue.h"
+#include "capture_spill.h"
+#include "cursor_core.h"
 
 typedef struct BatchItem
 {
@@ -59,6 +62,7 @@ typedef struct BatchList
 #define FLUSH_SLICE 64
 
 static int	batch_size = 1000;
+static int	write_time_changes = -1;
 static int	batch_level = 0;
 static bool batch_flushing = false;
 static bool batch_callbacks = false;
@@ -68,6 +72,11 @@ static BatchList aside;			/* recorded in a subtransaction below the capturing on
 static int	pending_max_level = 0;
 static bool pending_orphans = false;	/* holds level-0 or re-pended changes */
 static MemoryContext flush_cxt = NULL;
+
+/* numbering at commit (decisions/0010, "Numbering at commit") */
+static int	xact_write_time = 0;	/* changes this transaction numbered early */
+static bool xact_deferring = false; /* the rest waits for the commit */
+static MemoryContext drain_cxt = NULL;
 
 static ExecutorStart_hook_type prev_start = NULL;
 static ExecutorFinish_hook_type prev_finish = NULL;
@@ -132,74 +141,227 @@ batch_reset_all(void)
 	batch_list_reset(&aside);
 	pending_max_level = 0;
 	pending_orphans = false;
+	xact_write_time = 0;
+	xact_deferring = false;
+	kz_spill_forget();
+}
+
+/*
+ * Record items[0 .. n-1] now, in order.  On error nothing is changed here:
+ * the (sub)transaction that ran the recording aborts, which drops what it
+ * captured and rolls back what was recorded; changes captured further out
+ * stay pending (or stored).
+ */
+static void
+batch_emit(const BatchItem *items, int n)
+{
+	MemoryContext old = CurrentMemoryContext;
+	KzChange   *arr;
+	int			i;
+
+	if (n <= 0)
+		return;
+	arr = palloc(sizeof(KzChange) * n);
+	for (i = 0; i < n; i++)
+		arr[i] = items[i].change;
+	if (n <= FLUSH_SLICE / 4)
+	{
+		kz_capture_emit(arr, n);	/* a few rows: in the caller's memory */
+		pfree(arr);
+		return;
+	}
+
+	/*
+	 * In slices, each in a context whose keeper block it fits in:
+	 * kz_stamp_record frees nothing per change, and memory returned to
+	 * malloc between slices comes back as page faults.
+	 */
+	if (flush_cxt == NULL)
+		flush_cxt = AllocSetContextCreate(TopMemoryContext,
+										  "kizunasync capture flush",
+										  0, 256 * 1024, 256 * 1024);
+	PG_TRY();
+	{
+		for (i = 0; i < n; i += FLUSH_SLICE)
+		{
+			MemoryContextReset(flush_cxt);
+			MemoryContextSwitchTo(flush_cxt);
+			kz_capture_emit(arr + i, Min(FLUSH_SLICE, n - i));
+			MemoryContextSwitchTo(old);
+		}
+	}
+	PG_FINALLY();
+	{
+		MemoryContextSwitchTo(old);
+		MemoryContextReset(flush_cxt);
+	}
+	PG_END_TRY();
+	pfree(arr);
+}
+
+/*
+ * Entries recorded in a subtransaction below the one that captured their
+ * change would vanish with it: keep those changes aside until it commits.
+ */
+static void
+batch_set_aside(BatchList *to, const BatchItem *items, int n)
+{
+	SubTransactionId cur = GetCurrentSubTransactionId();
+	int			i;
+
+	for (i = 0; i < n; i++)
+		if (items[i].subid < cur)
+			batch_list_add(to, &items[i])->rec_subid = cur;
+}
+
+/*
+ * Record what the store holds, in slices; the changes recorded below their
+ * subtransaction go aside only once all went well.
+ */
+static void
+batch_drain_spill(void)
+{
+	BatchList	drained = {0};
+	BatchItem	slice[FLUSH_SLICE];
+	int			n;
+	volatile bool more = true;
+
+	/* created before the loop: the error path deletes it */
+	drained.cxt = AllocSetContextCreate(CurrentMemoryContext, "kizunasync drained",
+										ALLOCSET_SMALL_SIZES);
+	if (drain_cxt == NULL)
+		drain_cxt = AllocSetContextCreate(TopMemoryContext, "kizunasync capture drain",
+										  ALLOCSET_DEFAULT_SIZES);
+	kz_spill_rewind();
+	PG_TRY();
+	{
+		while (more)
+		{
+			MemoryContextReset(drain_cxt);
+			for (n = 0; n < FLUSH_SLICE; n++)
+			{
+				if (!kz_spill_next(&slice[n].change, &slice[n].subid, drain_cxt))
+				{
+					more = false;
+					break;
+				}
+				slice[n].rec_subid = InvalidSubTransactionId;
+			}
+			batch_emit(slice, n);
+			batch_set_aside(&drained, slice, n);
+		}
+	}
+	PG_CATCH();
+	{
+		MemoryContextDelete(drained.cxt);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	MemoryContextReset(drain_cxt);
+	kz_spill_clear();
+	for (n = 0; n < drained.n; n++)
+		batch_list_add(&aside, &drained.items[n]);
+	MemoryContextDelete(drained.cxt);
+}
+
+/* Record the first n pending changes now; the rest stay pending. */
+static void
+batch_record_pending(int n)
+{
+	batch_flushing = true;
+	PG_TRY();
+	{
+		batch_emit(pending.items, n);
+	}
+	PG_FINALLY();
+	{
+		batch_flushing = false;
+	}
+	PG_END_TRY();
+	batch_set_aside(&aside, pending.items, n);
+	if (n == pending.n)
+	{
+		batch_list_reset(&pending);
+		pending_max_level = 0;
+		pending_orphans = false;
+	}
+	else
+	{
+		memmove(pending.items, pending.items + n, sizeof(BatchItem) * (pending.n - n));
+		pending.n -= n;
+	}
 }
 
 void
 kz_capture_batch_flush(void)
 {
-	SubTransactionId cur;
-	MemoryContext old;
-	KzChange   *arr;
-	int			n = pending.n;
+	if (batch_flushing)
+		return;
+	if (kz_spill_count() > 0)
+	{
+		batch_flushing = true;
+		PG_TRY();
+		{
+			batch_drain_spill();
+		}
+		PG_FINALLY();
+		{
+			batch_flushing = false;
+		}
+		PG_END_TRY();
+	}
+	if (pending.n > 0)
+		batch_record_pending(pending.n);
+}
+
+/*
+ * How many changes a transaction numbers while it runs; the rest it
+ * numbers at commit.  Every open transaction then holds at most this many
+ * seqs in flight, and all of them together at most KZ_CURSOR_MAX_HOLES:
+ * no cursor ever needs more holes for transactions that are not
+ * committing (decisions/0010, "Numbering at commit").
+ */
+static int
+batch_write_time_budget(void)
+{
+	if (write_time_changes >= 0)
+		return write_time_changes;
+	return KZ_CURSOR_MAX_HOLES / (MaxBackends + max_prepared_xacts);
+}
+
+/*
+ * Record what the budget allows now (a statement ended, the list is full,
+ * or changes are recorded row by row); keep the rest for the commit, in
+ * the store once the list is full.
+ */
+static void
+batch_flush_budgeted(void)
+{
+	int			allow;
 	int			i;
 
-	if (n == 0 || batch_flushing)
+	if (batch_flushing || pending.n == 0)
 		return;
-	arr = MemoryContextAlloc(pending.cxt, sizeof(KzChange) * n);
-	for (i = 0; i < n; i++)
-		arr[i] = pending.items[i].change;
-	old = CurrentMemoryContext;
-
-	/*
-	 * On error the pending list stays as it is: the (sub)transaction that
-	 * ran the flush aborts, which drops what it captured and rolls back what
-	 * the flush recorded; changes captured further out stay pending.
-	 */
-	batch_flushing = true;
-	PG_TRY();
+	allow = xact_deferring ? 0 : Max(0, batch_write_time_budget() - xact_write_time);
+	if (allow >= pending.n)
 	{
-		if (n <= FLUSH_SLICE / 4)
-			kz_capture_emit(arr, n);	/* a few rows: in the caller's memory */
-		else
-		{
-			/*
-			 * In slices, each in a context whose keeper block it fits in:
-			 * kz_stamp_record frees nothing per change, and memory returned
-			 * to malloc between slices comes back as page faults.
-			 */
-			if (flush_cxt == NULL)
-				flush_cxt = AllocSetContextCreate(TopMemoryContext,
-												  "kizunasync capture flush",
-												  0, 256 * 1024, 256 * 1024);
-			for (i = 0; i < n; i += FLUSH_SLICE)
-			{
-				MemoryContextReset(flush_cxt);
-				MemoryContextSwitchTo(flush_cxt);
-				kz_capture_emit(arr + i, Min(FLUSH_SLICE, n - i));
-				MemoryContextSwitchTo(old);
-			}
-		}
+		xact_write_time += pending.n;
+		batch_record_pending(pending.n);
+		return;
 	}
-	PG_FINALLY();
+	xact_deferring = true;
+	if (allow > 0)
 	{
-		batch_flushing = false;
-		MemoryContextSwitchTo(old);
+		xact_write_time += allow;
+		batch_record_pending(allow);
 	}
-	PG_END_TRY();
-
-	/*
-	 * Entries recorded in a subtransaction below the one that captured their
-	 * change would vanish with it: keep those changes aside until it commits.
-	 */
-	cur = GetCurrentSubTransactionId();
-	for (i = 0; i < n; i++)
-		if (pending.items[i].subid < cur)
-			batch_list_add(&aside, &pending.items[i])->rec_subid = cur;
+	if (pending.n < batch_size)
+		return;
+	for (i = 0; i < pending.n; i++)
+		kz_spill_append(&pending.items[i].change, pending.items[i].subid);
 	batch_list_reset(&pending);
 	pending_max_level = 0;
 	pending_orphans = false;
-	if (flush_cxt != NULL)
-		MemoryContextReset(flush_cxt);
 }
 
 /* A hooked statement ended: record what was captured inside it. */
@@ -207,7 +369,7 @@ static void
 batch_statement_ended(void)
 {
 	if (pending.n > 0 && (pending_orphans || pending_max_level > batch_level))
-		kz_capture_batch_flush();
+		batch_flush_budgeted();
 }
 
 /* ---------------------------------------------------------------- callbacks */
@@ -256,7 +418,9 @@ batch_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		if (aside.n == 0)
 			batch_list_reset(&aside);
 	}
-	else if (event == SUBXACT_EVENT_ABORT_SUB && (pending.n > 0 || aside.n > 0))
+	else if (event == SUBXACT_EVENT_ABORT_SUB)
+		kz_spill_abort_sub(mySubid);
+	if (event == SUBXACT_EVENT_ABORT_SUB && (pending.n > 0 || aside.n > 0))
 	{
 		BatchList	keep = {0};
 
@@ -295,7 +459,7 @@ batch_executor_start(QueryDesc *queryDesc, int eflags)
 {
 	/* left over by a COPY that began before the library was loaded */
 	if (pending_orphans)
-		kz_capture_batch_flush();
+		batch_flush_budgeted();
 	if (prev_start)
 		prev_start(queryDesc, eflags);
 	else
@@ -326,7 +490,7 @@ batch_executor_end(QueryDesc *queryDesc)
 {
 	/* a statement that began before the library was loaded */
 	if (pending_orphans)
-		kz_capture_batch_flush();
+		batch_flush_budgeted();
 	if (prev_end)
 		prev_end(queryDesc);
 	else
@@ -339,7 +503,7 @@ batch_process_utility(PlannedStmt *pstmt, const char *queryString, bool readOnly
 					  QueryEnvironment *queryEnv, DestReceiver *dest, QueryCompletion *qc)
 {
 	if (pending_orphans)
-		kz_capture_batch_flush();
+		batch_flush_budgeted();
 	batch_level++;
 	PG_TRY();
 	{
@@ -365,7 +529,7 @@ kz_capture_batch_add(const KzChange *changes, int n)
 {
 	int			i;
 
-	if (batch_size <= 1 || kz_capture_queue_active() || MyLogicalRepWorker != NULL)
+	if (kz_capture_queue_active() || MyLogicalRepWorker != NULL)
 	{
 		kz_capture_batch_flush();
 		kz_capture_emit(changes, n);
@@ -390,7 +554,7 @@ kz_capture_batch_add(const KzChange *changes, int n)
 		pending_orphans = true;
 	pending_max_level = Max(pending_max_level, batch_level);
 	if (pending.n >= batch_size)
-		kz_capture_batch_flush();
+		batch_flush_budgeted();
 }
 
 void
@@ -403,6 +567,17 @@ kz_capture_batch_init(void)
 							"each row's changes from its trigger.",
 							&batch_size,
 							1000, 1, 100000,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("kizunasync.write_time_changes",
+							"Changes a transaction numbers while it runs; the rest are numbered at commit.",
+							"-1 (the default) gives each transaction the cursor's hole limit divided by "
+							"max_connections and the other backends and prepared transactions, so that "
+							"open transactions together never hold more seqs in flight than a cursor "
+							"can list as holes.",
+							&write_time_changes,
+							-1, -1, INT_MAX,
 							PGC_SUSET,
 							0,
 							NULL, NULL, NULL);
