@@ -9,9 +9,13 @@
  *	  domains over them included); integer and numeric columns add in
  *	  numeric, so big values stay exact; the sum is assigned back through the
  *	  column type (a fraction onto an integer rounds; overflow is class 22).
- *	  arrayUnion/arrayRemove: any array column; the values are converted to
- *	  the element type (a value it refuses is class 22).
- *	  A non-numeric or non-array column is CONSTRAINT.
+ *	  arrayUnion/arrayRemove: any array column whose element type has
+ *	  equality (and, for arrayUnion, ordering), composite types of such
+ *	  fields included; the values are the elements' text forms, converted
+ *	  to the element type (a value it refuses is class 22).
+ *	  A non-numeric or non-array column, or an array of elements that
+ *	  cannot be compared (json, xml, point, ...), is CONSTRAINT: a verdict
+ *	  for that mutation, never an error of the whole push.
  *
  *-------------------------------------------------------------------------
  */
@@ -23,6 +27,7 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/typcache.h"
 
 #include "jsonbutil.h"
 #include "push_write.h"
@@ -37,6 +42,30 @@ is_numeric_type(Oid t)
 	return t == INT2OID || t == INT4OID || t == INT8OID || t == NUMERICOID ||
 		t == FLOAT4OID || t == FLOAT8OID;
 }
+
+/*
+ * Can arrayUnion (equality and ordering: it keeps distinct elements) or
+ * arrayRemove (equality) work on the elements of array type arraytype?  A
+ * composite element qualifies when all its fields do (the type cache
+ * checks them).  json, xml, point and the like do not.
+ */
+static bool
+array_elements_comparable(Oid arraytype, bool need_order)
+{
+	Oid			elem = get_element_type(arraytype);
+	TypeCacheEntry *tc;
+
+	if (!OidIsValid(elem))
+		return false;
+	tc = lookup_type_cache(elem, TYPECACHE_EQ_OPR | TYPECACHE_LT_OPR);
+	return OidIsValid(tc->eq_opr) && (!need_order || OidIsValid(tc->lt_opr));
+}
+
+/* The elements e of array expression %s in order o (a subquery's body). */
+#define ELEMENTS_SQL \
+	"SELECT pg_catalog.unnest(a.a) AS e," \
+	" pg_catalog.generate_series(1, pg_catalog.cardinality(a.a)) AS o" \
+	" FROM (SELECT %s AS a) a"
 
 /* The transform object {op, by|values} of column col in the mutation. */
 static Jsonb *
@@ -116,21 +145,29 @@ kz_transforms_apply(KzTableDesc *t, const KzMutationReq *m, Jsonb *mutation, Dat
 		}
 		else
 		{
-			if (get_element_type(c->basetype) == InvalidOid)
+			if (!array_elements_comparable(c->basetype, x->op == KZ_TF_ARRAY_UNION))
 				return KZ_R_CONSTRAINT;
 			types[0] = TEXTARRAYOID;
 			values[0] = PointerGetDatum(transform_values(tf));
+
+			/*
+			 * The elements with their positions: unnest() in the select list
+			 * (in FROM it would expand a composite element into its fields)
+			 * beside the positions 1..n, which run in step with it.
+			 */
 			if (x->op == KZ_TF_ARRAY_UNION)
 				sql = psprintf("UPDATE ONLY %s AS t SET %s = (SELECT COALESCE(pg_catalog.array_agg(s.e ORDER BY s.o), '{}')"
-							   " FROM (SELECT DISTINCT ON (u.e) u.e, u.o FROM pg_catalog.unnest("
-							   "pg_catalog.array_cat(COALESCE(t.%s, '{}'), $1::%s)) WITH ORDINALITY AS u(e, o)"
+							   " FROM (SELECT DISTINCT ON (u.e) u.e, u.o FROM (" ELEMENTS_SQL ") u"
 							   " ORDER BY u.e, u.o) s)::%s WHERE %s",
-							   t->qualname, q, q, c->typname_sql, c->typname_sql, pred);
+							   t->qualname, q,
+							   psprintf("pg_catalog.array_cat(COALESCE(t.%s, '{}'), $1::%s)", q, c->typname_sql),
+							   c->typname_sql, pred);
 			else
 				sql = psprintf("UPDATE ONLY %s AS t SET %s = (SELECT COALESCE(pg_catalog.array_agg(u.e ORDER BY u.o), '{}')"
-							   " FROM pg_catalog.unnest(COALESCE(t.%s, '{}')) WITH ORDINALITY AS u(e, o)"
-							   " WHERE u.e IS NULL OR NOT (u.e OPERATOR(pg_catalog.=) ANY ($1::%s)))::%s WHERE %s",
-							   t->qualname, q, q, c->typname_sql, c->typname_sql, pred);
+							   " FROM (" ELEMENTS_SQL ") u"
+							   " WHERE NOT COALESCE(u.e OPERATOR(pg_catalog.=) ANY ($1::%s), false))::%s WHERE %s",
+							   t->qualname, q, psprintf("COALESCE(t.%s, '{}')", q),
+							   c->typname_sql, c->typname_sql, pred);
 		}
 		n = kz_spi_run(sql, nk + 1, types, values, NULL, false, 0, SPI_OK_UPDATE);
 		if (n == 0)

@@ -43,6 +43,10 @@ SELECT pg_catalog.setval('kizunasync.change_seq',
 -- ShareLock for the instant it reads the sequence's high-water.  See
 -- decisions/0010-sequencing.md.
 CREATE TABLE kizunasync.seq_fence (dummy boolean);
+-- Every bookkeeping table has a replica identity for UPDATE and DELETE (its
+-- primary key; this one, holding no row, the whole row), so a publication
+-- FOR ALL TABLES never refuses the extension's writes (decisions/0087).
+ALTER TABLE kizunasync.seq_fence REPLICA IDENTITY FULL;
 
 -- Deployment settings: zero or one row; a NULL or absent value takes the
 -- default (src/settings.c).  Changed with kizunasync.configure().
@@ -126,11 +130,14 @@ CREATE TABLE kizunasync.row_hlc (
 	PRIMARY KEY (table_name, pk)
 );
 
--- Opt-in journal of overwritten values (draws no seq).  id only orders the
--- rows; it is not a key, so a restore of a dump without its sequence never
--- collides.
+-- Opt-in journal of overwritten values (draws no seq).  id orders the rows
+-- and is the key logical replication identifies them by (a publication FOR
+-- ALL TABLES publishes its updates and deletes, decisions/0087).  Its
+-- sequence starts at the install time in microseconds, so a 0.1.0 dump
+-- (which lacks the sequence's state) restores rows numbered from 1 that new
+-- entries never collide with (decisions/0081).
 CREATE TABLE kizunasync.conflict_journal (
-	id                  bigint GENERATED ALWAYS AS IDENTITY,
+	id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
 	table_name          text COLLATE "C" NOT NULL,
 	pk                  text COLLATE "C" NOT NULL,
 	column_name         text NOT NULL,
@@ -142,6 +149,9 @@ CREATE TABLE kizunasync.conflict_journal (
 );
 CREATE INDEX conflict_journal_winner_seq_idx ON kizunasync.conflict_journal (winner_seq);
 CREATE INDEX conflict_journal_row_idx ON kizunasync.conflict_journal (table_name, pk);
+SELECT pg_catalog.setval('kizunasync.conflict_journal_id_seq',
+		(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,
+		false);
 
 -- Exactly-once verdict ledger.  No row copies are kept: a stored verdict's
 -- server_row is JSON null and is rendered again on replay.

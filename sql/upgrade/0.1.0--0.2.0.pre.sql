@@ -56,7 +56,6 @@ ALTER TABLE kizunasync.row_hlc
 	ALTER COLUMN table_name TYPE text COLLATE "C",
 	ALTER COLUMN pk TYPE text COLLATE "C";
 ALTER TABLE kizunasync.conflict_journal
-	DROP CONSTRAINT conflict_journal_pkey,
 	ALTER COLUMN table_name TYPE text COLLATE "C",
 	ALTER COLUMN pk TYPE text COLLATE "C";
 ALTER TABLE kizunasync.verdicts
@@ -71,6 +70,11 @@ ALTER TABLE kizunasync.attachments
 	ALTER COLUMN object_path TYPE text COLLATE "C",
 	ALTER COLUMN created_by TYPE text COLLATE "C" USING created_by::text,
 	ALTER COLUMN table_name TYPE text COLLATE "C";
+
+-- Every bookkeeping table has a replica identity for UPDATE and DELETE
+-- (decisions/0087): the journal keeps its 0.1.0 primary key, the fence
+-- (which holds no row) identifies by the whole row.
+ALTER TABLE kizunasync.seq_fence REPLICA IDENTITY FULL;
 
 -- The journal's identity sequence travels with a dump now.
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.conflict_journal_id_seq', '');
