@@ -8,6 +8,10 @@
 SELECT coalesce(nullif(:'corpus', ':corpus'), '../shared/corpus') AS corpus \gset
 BEGIN;
 SET client_min_messages = warning;
+-- These checks read the bookkeeping inside the writing transaction: every
+-- change numbered while the transaction runs, none left for its commit
+-- (decisions/0010, "Numbering at commit"; idle_big_txn.spec covers that).
+SET LOCAL kizunasync.write_time_changes = 1000000;
 CREATE TEMP TABLE vec AS
   SELECT ord, v
     FROM jsonb_array_elements(pg_read_file(:'corpus' || '/vectors/row-key-vectors.json')::jsonb -> 'vectors')
