@@ -1,6 +1,6 @@
 -- L. The wake-up hint never runs the writer's temporary objects as the table owner.
 -- db: kz_roles_l_wake
--- plan: 13
+-- plan: 14
 --
 -- Issue 23 item 2.  Schema realtime belongs to the superuser (as Supabase's
 -- does) and its send is called as the synced table's owner kz_r_l_owner
@@ -13,7 +13,9 @@
 -- who runs it and tries GRANT ALL on the owner's tables to the writer; a
 -- member of authenticated does the same and pushes.  Per decisions/0002 and
 -- 0060 no hint is sent as the owner while the session's temporary schema
--- holds anything; before and after, hints go out as the owner.
+-- holds anything, whoever writes (also the owner's own SECURITY DEFINER
+-- function, called by the writer); before and after, hints go out as the
+-- owner.
 \set ON_ERROR_STOP 1
 SET client_min_messages = warning;
 SELECT kzlog.scope(s) FROM unnest('{l_send,l_evil,l_control}'::text[]) s \g /dev/null
@@ -69,6 +71,14 @@ BEGIN
 		PERFORM kizunasync.sync_table(format('public.%I', t)::regclass, bucket_column => 'owner_id');
 	END LOOP;
 END $$;
+-- the owner's own SECURITY DEFINER function, qualified and with a pinned path
+CREATE FUNCTION public.l_add(p_id bigint) RETURNS void
+LANGUAGE sql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+	INSERT INTO public.l_own VALUES (p_id, '00000000-0000-4000-8000-0000000000e1', 'by the owner''s function')
+$$;
+ALTER FUNCTION public.l_add(bigint) OWNER TO kz_r_l_owner;
+REVOKE EXECUTE ON FUNCTION public.l_add(bigint) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION public.l_add(bigint) TO kz_r_l_writer;
 RESET client_min_messages;
 
 -- the writer, its temporary schema empty: hints go out (as the owner)
@@ -108,6 +118,8 @@ INSERT INTO public.l_nopath VALUES (2, '00000000-0000-4000-8000-0000000000e1', '
 SELECT kzt.expect_rows(:'SQLSTATE', :ROW_COUNT, '00000', 'L wake-up pg_temp: the same, send calling a function without a search_path', :'LAST_ERROR_MESSAGE');
 INSERT INTO public.l_trig VALUES (2, '00000000-0000-4000-8000-0000000000e1', 'planted');
 SELECT kzt.expect_rows(:'SQLSTATE', :ROW_COUNT, '00000', 'L wake-up pg_temp: the same, a trigger on realtime.messages naming its table unqualified', :'LAST_ERROR_MESSAGE');
+SELECT public.l_add(5);
+SELECT kzt.expect(:'SQLSTATE', '00000', 'L wake-up pg_temp: the same, through the owner''s SECURITY DEFINER function (the writing role is the owner)', :'LAST_ERROR_MESSAGE');
 
 -- a member of authenticated plants the same in its session and pushes
 \connect - kz_r_l_api
@@ -159,6 +171,6 @@ SELECT kzt.is(kzlog.seen_as('l_send'), 'send kizunasync:l_own as kz_r_l_owner x2
 SELECT kzt.is((SELECT string_agg(topic, ' ' ORDER BY topic) FROM realtime.messages), 'kizunasync:l_own kizunasync:l_own kizunasync:l_trig',
 	'L wake-up pg_temp: those hints reached realtime.messages');
 SELECT kzt.is((SELECT string_agg(table_name || ':' || pk, ' ' ORDER BY table_name, pk) FROM kizunasync.changelog),
-	'l_nopath:2 l_own:1 l_own:2 l_own:3 l_own:4 l_trig:1 l_trig:2', 'L wake-up pg_temp: every write was recorded');
+	'l_nopath:2 l_own:1 l_own:2 l_own:3 l_own:4 l_own:5 l_trig:1 l_trig:2', 'L wake-up pg_temp: every write was recorded');
 SELECT kzt.is(kzlog.seen_as('l_control'), 'message_log trigger as kz_r_l_writer x1; messages trigger as kz_r_l_writer x1',
 	'L wake-up pg_temp: control: in the writer''s own session its triggers run, as the writer');
