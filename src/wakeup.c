@@ -20,13 +20,29 @@
  *	  which subtransaction, and forget the entries of a subtransaction that
  *	  aborts, so the next change in the transaction sends the hint again.
  *
+ *	  realtime.send runs as the synced table's owner, in the writer's
+ *	  session.  PostgreSQL resolves an unqualified relation or type name in
+ *	  the session's temporary schema first (or, with our pinned
+ *	  "pg_catalog, pg_temp", right after pg_catalog), whatever search_path
+ *	  send or what it calls sets, and no supported interface hides that
+ *	  schema from a session.  Whatever sits there belongs to the session's
+ *	  roles, so a temporary table named like a relation send (or a trigger
+ *	  on its table) names unqualified would run its triggers with the
+ *	  owner's rights.  We therefore call send only while the session's
+ *	  temporary schema holds no object at all; a write made while it holds
+ *	  one sends no hint (decisions/0002).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
+#include "access/stratnum.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_depend.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
@@ -38,11 +54,13 @@
 #include "nodes/pg_list.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/memutils.h"
 #include "utils/regproc.h"
 #include "utils/resowner.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 
 #include "errors.h"
@@ -150,6 +168,41 @@ wakeup_owner_may_send(Oid owner)
 {
 	return pg_namespace_aclcheck(realtime_nsp, owner, ACL_USAGE) == ACLCHECK_OK &&
 		pg_proc_aclcheck(realtime_fn, owner, ACL_EXECUTE) == ACLCHECK_OK;
+}
+
+/*
+ * Does this session's temporary schema hold any object?  Every object
+ * created in a schema records a dependency on it (what DISCARD TEMP and the
+ * end of the session follow to drop them), and a relation's row type and
+ * indexes come with the relation, so one index probe of pg_depend answers.
+ * SnapshotSelf: an object this transaction created or dropped a moment ago
+ * counts as it is now.  A session that never created a temporary object
+ * has no temporary schema to search.
+ */
+static bool
+wakeup_session_has_temp_objects(void)
+{
+	Oid			temp_nsp;
+	Oid			temp_toast_nsp;
+	Relation	dep;
+	ScanKeyData key[2];
+	SysScanDesc scan;
+	bool		found;
+
+	GetTempNamespaceState(&temp_nsp, &temp_toast_nsp);
+	if (!OidIsValid(temp_nsp))
+		return false;
+	dep = table_open(DependRelationId, AccessShareLock);
+	ScanKeyInit(&key[0], Anum_pg_depend_refclassid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(NamespaceRelationId));
+	ScanKeyInit(&key[1], Anum_pg_depend_refobjid, BTEqualStrategyNumber,
+				F_OIDEQ, ObjectIdGetDatum(temp_nsp));
+	scan = systable_beginscan(dep, DependReferenceIndexId, true,
+							  SnapshotSelf, 2, key);
+	found = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	table_close(dep, AccessShareLock);
+	return found;
 }
 
 /* Errors that end the statement rather than just the hint. */
@@ -264,17 +317,28 @@ kz_wakeup_note(const char *table_name, Oid relid)
 		/* as the table's owner, within its rights: an owner that may not call send sends nothing */
 		if (!wakeup_owner_may_send(kz_rel_owner(relid)))
 			return;
-		send_realtime(table_name, relid);
+
+		/*
+		 * Nothing of the session's may be reachable by name while send runs
+		 * as the owner (the header comment).  Not remembered: a change made
+		 * after the session dropped its temporary objects sends the hint.
+		 */
+		if (wakeup_session_has_temp_objects())
+			return;
 	}
-	else if (notify_fallback)
-		send_notify(table_name);
-	else
+	else if (!notify_fallback)
 		return;					/* no channel: nothing to remember */
 
+	/* remembered before sending: a write that send itself causes does not send again */
 	oldcxt = MemoryContextSwitchTo(TopTransactionContext);
 	h = palloc(sizeof(SentHint));
 	h->table_name = pstrdup(table_name);
 	h->subid = GetCurrentSubTransactionId();
 	sent_hints = lappend(sent_hints, h);
 	MemoryContextSwitchTo(oldcxt);
+
+	if (realtime_state == 1)
+		send_realtime(table_name, relid);
+	else
+		send_notify(table_name);
 }

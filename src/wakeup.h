@@ -16,7 +16,8 @@
  * subtransaction that rolls back is withdrawn with it and sent again by the
  * next change.  Never raises for a delivery problem (a lost hint costs only
  * freshness), except a cancel or timeout, which ends the statement.
- * relid is the synced table: Realtime is called as its owner.
+ * relid is the synced table: Realtime is called as its owner, and only
+ * while the session's temporary schema holds no object (else no hint).
  */
 extern void kz_wakeup_note(const char *table_name, Oid relid);
 

@@ -18,6 +18,60 @@ BEGIN
 END
 $kz$;
 
+-- The schema must be the one CREATE EXTENSION made: it creates schema
+-- kizunasync (owned by the superuser running it) when there is none, and
+-- otherwise adopts what it finds.  The library runs its privileged sections
+-- as the owner of this schema, so one that a non-superuser owns (a database
+-- owner may create it first) or may create objects in would hand that role
+-- the extension; objects already in it are not the extension's
+-- (decisions/0060).  A restore's CREATE SCHEMA (pg_dump emits one, owned as
+-- in the dump, before CREATE EXTENSION and without its grants, which come
+-- last) and a schema left behind by DROP EXTENSION pass.
+DO $kz$
+DECLARE
+	owner_name pg_catalog.text;
+	creators pg_catalog.text;
+	strays pg_catalog.int8;
+BEGIN
+	SELECT r.rolname INTO owner_name
+	  FROM pg_catalog.pg_namespace n
+	  JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) n.nspowner
+	 WHERE n.nspname OPERATOR(pg_catalog.=) 'kizunasync' AND NOT r.rolsuper;
+	IF owner_name IS NOT NULL THEN
+		RAISE EXCEPTION 'schema "kizunasync" already exists and is owned by role "%", which is not a superuser', owner_name
+			USING ERRCODE = '42P06',
+				  DETAIL = 'kizunasync runs its privileged code as the owner of its schema.  CREATE EXTENSION creates the schema itself when it does not exist.',
+				  HINT = 'Drop the schema (DROP SCHEMA kizunasync), then run CREATE EXTENSION kizunasync again.';
+	END IF;
+	SELECT pg_catalog.string_agg(CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+									  ELSE pg_catalog.quote_ident(r.rolname) END, ', ' ORDER BY r.rolname)
+	  INTO creators
+	  FROM pg_catalog.pg_namespace n
+	 CROSS JOIN LATERAL pg_catalog.aclexplode(n.nspacl) a
+	  LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+	 WHERE n.nspname OPERATOR(pg_catalog.=) 'kizunasync'
+	   AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
+	   AND NOT coalesce(r.rolsuper, false);
+	IF creators IS NOT NULL THEN
+		RAISE EXCEPTION 'schema "kizunasync" already exists and roles that are not superusers may create objects in it: %', creators
+			USING ERRCODE = '42P06',
+				  DETAIL = 'Objects in the extension''s schema are found by the extension''s callers.  CREATE EXTENSION creates the schema itself when it does not exist.',
+				  HINT = 'Drop the schema (DROP SCHEMA kizunasync), then run CREATE EXTENSION kizunasync again.';
+	END IF;
+	SELECT pg_catalog.count(*) INTO strays
+	  FROM pg_catalog.pg_depend d
+	 WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass
+	   AND d.refobjid OPERATOR(pg_catalog.=) (SELECT n.oid FROM pg_catalog.pg_namespace n WHERE n.nspname OPERATOR(pg_catalog.=) 'kizunasync')
+	   AND d.classid OPERATOR(pg_catalog.<>) 'pg_catalog.pg_extension'::pg_catalog.regclass;
+	IF strays OPERATOR(pg_catalog.>) 0 THEN
+		RAISE EXCEPTION 'schema "kizunasync" already exists and is not empty'
+			USING ERRCODE = '42P06',
+				  DETAIL = pg_catalog.format('It holds %s objects that are not the extension''s.', strays),
+				  HINT = 'Move them to another schema or drop the schema, then run CREATE EXTENSION kizunasync again.';
+	END IF;
+END
+$kz$;
+
 -- ---------------------------------------------------------------------------
 -- Bookkeeping.  No API role gets any privilege on these tables (see the
 -- grants part); every access goes through the extension's functions, which
