@@ -88,6 +88,7 @@ class Puller:
         self.entries = 0
         self.max_holes = 0
         self.pulls_over_limit = 0  # pulls made while > 512 seqs of its buckets were in flight
+        self.probe_seen = {}  # probe key -> when this puller first received it
         sub = "00000000-0000-4000-8000-%012d" % (900 + n)
         for ses in (self.s, self.primary):
             if ses is None:
@@ -117,9 +118,12 @@ class Puller:
                   [(int(t["seq"]), "d", t) for t in p["tombstones"]]
         if len(entries) > self.limit:
             raise RuntimeError(f"page over the limit: {len(entries)} > {self.limit}")
+        now = time.monotonic()
         for seq, op, e in sorted(entries, key=lambda x: x[0]):
             if op == "u":
                 self.replica[e["pk"]] = (str(e["row"]["owner"]), str(e["row"]["v"]))
+                if int(e["pk"]) >= PROBE_BASE:
+                    self.probe_seen.setdefault(e["pk"], now)
             else:
                 self.replica.pop(e["pk"], None)
         self.cursor = p["cursor"]
@@ -150,6 +154,15 @@ class BigTxns:
             owner, n, t = self.open.pop(key)
             self.windows.append((owner, n, t, time.monotonic()))
 
+    def open_big(self):
+        """(key, owner) of a big transaction (> 512 rows) now idle in transaction"""
+        with self.lock:
+            return [(k, o) for k, (o, n, t) in self.open.items() if n > 512]
+
+    def still_open(self, key):
+        with self.lock:
+            return key in self.open
+
     def overlapped(self, owners, t0, t1):
         """a pull that ran entirely inside a window of > 512 rows of its buckets"""
         with self.lock:
@@ -158,6 +171,41 @@ class BigTxns:
 
 
 BIG = BigTxns()
+
+# Probes (issue 21 item 1): rows committed by another session while a big
+# transaction of their bucket sits idle in transaction; a puller of that
+# bucket must receive one before that transaction ends (numbering at commit:
+# the idle transaction holds only a few seqs in flight).
+PROBE_BASE = 5000000
+PROBES = []  # (key, owner, big transaction key, delivered while it was still open)
+
+
+def probe_writer(db, rng, writing, pullers, errors):
+    s = Session(db)
+    s.query("SET client_min_messages = error;")
+    k = 0
+    try:
+        while writing():
+            time.sleep(rng.uniform(0.05, 0.2))
+            open_big = BIG.open_big()
+            if not open_big:
+                continue
+            bigkey, owner = rng.choice(open_big)
+            k += 1
+            key = str(PROBE_BASE + k)
+            out = s.query(f"INSERT INTO stress VALUES ({key}, {owner}, 0);")
+            if any(l.startswith(("ERROR", "FATAL")) for l in out):
+                raise RuntimeError(f"probe failed: {out}")
+            mine = [p for p in pullers if owner in p.owners]
+            delivered = False
+            while BIG.still_open(bigkey) and not delivered:
+                delivered = any(key in p.probe_seen for p in mine)
+                time.sleep(0.01)
+            PROBES.append((key, owner, bigkey, delivered))
+    except Exception as e:  # noqa: BLE001
+        errors.append(e)
+    finally:
+        s.close()
 
 
 def big_writer(db, rng, seconds, huge, errors):
@@ -185,7 +233,7 @@ def big_writer(db, rng, seconds, huge, errors):
                 raise RuntimeError(f"big transaction failed: {out}")
             k += 1
             BIG.begin((huge, k), owner, n)
-            time.sleep(rng.uniform(0.5, 1.5) if huge else rng.uniform(0.3, 1.0))
+            time.sleep(rng.uniform(1.0, 2.0) if huge else rng.uniform(1.0, 2.0))
             commit = huge or rng.random() >= 0.2
             BIG.end((huge, k))
             s.query("COMMIT;" if commit else "ROLLBACK;")
@@ -286,6 +334,10 @@ def main():
     threads = [threading.Thread(target=pull_loop, args=(p,)) for p in pullers]
     for t in threads:
         t.start()
+    if args.big_txns and args.pull_via == "primary":
+        bigs.append(threading.Thread(target=probe_writer,
+                                     args=(DB, random.Random(rng.random()), writing, pullers, errors)))
+        bigs[-1].start()
     if args.pull_via == "standby":
         # the writers are done when every puller has left its loop; then the
         # standby must have replayed everything before the pullers drain
@@ -335,6 +387,17 @@ def main():
         if over == 0:
             print("pull_stress: no pull ran while more than 512 seqs of its buckets were in flight: the run proves nothing")
             ok = False
+        if args.pull_via == "primary":
+            got = sum(1 for x in PROBES if x[3])
+            print(f"pull_stress: probes committed while a big transaction of their bucket was idle: {len(PROBES)}; "
+                  f"received by a puller of the bucket before that transaction ended: {got}")
+            if len(PROBES) < 3:
+                print("pull_stress: fewer than 3 probes ran inside an idle big transaction: the run proves nothing")
+                ok = False
+            elif got == 0:
+                print("pull_stress: no probe was delivered while the big transaction of its bucket was idle: "
+                      "an open transaction stalled the bucket")
+                ok = False
     print(f"pull_stress: {len(table)} rows, {changes} seqs drawn: {'PASS' if ok else 'FAIL'}")
     for p in pullers:
         p.s.close()
