@@ -47,6 +47,7 @@
 
 #include "errors.h"
 #include "identity.h"
+#include "pgcompat.h"
 #include "wakeup.h"
 
 typedef struct SentHint
@@ -148,8 +149,8 @@ realtime_available(void)
 static bool
 wakeup_owner_may_send(Oid owner)
 {
-	return pg_namespace_aclcheck(realtime_nsp, owner, ACL_USAGE) == ACLCHECK_OK &&
-		pg_proc_aclcheck(realtime_fn, owner, ACL_EXECUTE) == ACLCHECK_OK;
+	return kz_namespace_aclcheck(realtime_nsp, owner, ACL_USAGE) == ACLCHECK_OK &&
+		kz_proc_aclcheck(realtime_fn, owner, ACL_EXECUTE) == ACLCHECK_OK;
 }
 
 /* Errors that end the statement rather than just the hint. */
