@@ -1,0 +1,69 @@
+# shellcheck shell=bash
+# Lane "pg17" (issue 22): the lanes of $KZ_PG17_LANES (default regress
+# pgtap vectors replay roles ops cross) against PostgreSQL 17, Debian's own
+# build, in a Debian 13 root made with debootstrap (scripts/trixie.sh,
+# cached in /var/cache/kizunasync/trixie; test/pg17/run.sh).  Appends
+# "pg17 <passed> <failed> <skipped>": the sums of the inner run's lanes,
+# where a lane the inner run skipped counts as failed (the matrix is the
+# point: a lane that cannot run on 17 fails), and a root that cannot be
+# made or an inner run that ends without results is one failure.
+# Part of the default lanes when KZ_PG17=1.
+[ "${KZ_PG17:-0}" != 1 ] || [ "${KZ_PG17_INNER:-0}" = 1 ] || KZ_EXTRA_LANES="$KZ_EXTRA_LANES pg17"
+
+lane_pg17() {
+	echo "== lane: pg17 (PostgreSQL 17 in a Debian 13 root: ${KZ_PG17_LANES:-regress pgtap vectors replay roles ops cross})"
+	if [ "${KZ_PG17_INNER:-0}" = 1 ]; then
+		echo "!! pg17: already inside the PostgreSQL 17 root"; echo "pg17 0 1 0" >> "$KZ_RESULTS"; return
+	fi
+	local rc=0 p f s t0=$SECONDS
+	bash "$ROOT/test/pg17/run.sh" > "$KZ_OUT/pg17.log" 2>&1 || rc=$?
+	# the inner run's lane lines, its failures' details and its summary
+	grep -E '^(== |!! |not ok|pg_prove|ops/|replay|roles|.* (passed|failed)|trixie:|pg17:)' "$KZ_OUT/pg17.log" | tail -n 150 || true
+	if [ ! -s "$KZ_OUT/pg17/lanes.txt" ]; then
+		echo "!! pg17: FAILED: the PostgreSQL 17 run ended without results (exit $rc); last lines of $KZ_OUT/pg17.log:"
+		tail -n 30 "$KZ_OUT/pg17.log"
+		echo "pg17 0 1 0" >> "$KZ_RESULTS"; return
+	fi
+	echo "-- pg17 lanes (PostgreSQL 17):"; sed 's/^/   17: /' "$KZ_OUT/pg17/lanes.txt"
+	read -r p f s < <(awk '{p+=$2; f+=$3; s+=$4} END {print p+0, f+0, s+0}' "$KZ_OUT/pg17/lanes.txt")
+	if [ "$s" -gt 0 ]; then echo "!! pg17: $s checks were SKIPPED on 17: counted as failed"; fi
+	if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ] && [ "$s" -eq 0 ]; then f=1; echo "!! pg17: the run exited $rc"; fi
+	echo "pg17: $p passed, $((f + s)) failed on PostgreSQL 17 in $((SECONDS - t0)) s"
+	echo "pg17 $p $((f + s)) 0" >> "$KZ_RESULTS"
+}
+
+# Lane "cross", run inside the 17 root by the pg17 lane (not on its own
+# elsewhere): PostgreSQL 15 to 17.
+#   * test/t/dump_restore.sh with its originals built on the 15 cluster of
+#     the outer run (KZ_PG15_PGHOST, KZ_PG15_PGPORT: its socket directory
+#     bind-mounted into the root), dumped with 17's pg_dump and restored
+#     into the 17 cluster in every form;
+#   * test/t/pg_upgrade.sh: pg_upgrade --copy of a 15 cluster with the
+#     history into 17 (the outer run's 15 installation in the root:
+#     test/pg17/pg15.sh).
+# Without 15 it fails: it never skips.
+lane_cross() {
+	echo "== lane: cross (PostgreSQL 15 to 17: dump/restore, pg_upgrade)"
+	local t log rc p f k pass=0 fail=0 skipped=0
+	for t in cross_major pg_upgrade; do
+		log=$KZ_OUT/t-$t.log; rc=0
+		if [ $t = cross_major ]; then
+			if [ -z "${KZ_PG15_PGHOST:-}" ] || [ -z "${KZ_PG15_PGPORT:-}" ]; then
+				echo "not ok 1 - a PostgreSQL 15 cluster to dump from (KZ_PG15_PGHOST/KZ_PG15_PGPORT unset: run through the pg17 lane of scripts/test.sh)" > "$log"
+			else
+				T_NAME=cross_major KZ_T_SRC_PGHOST=$KZ_PG15_PGHOST KZ_T_SRC_PGPORT=$KZ_PG15_PGPORT \
+					bash "$ROOT/test/t/dump_restore.sh" > "$log" 2>&1 || rc=$?
+			fi
+		else
+			bash "$ROOT/test/t/pg_upgrade.sh" > "$log" 2>&1 || rc=$?
+		fi
+		k=$(grep -c '^ok [0-9].* # SKIP' "$log" || true)
+		p=$(( $(grep -c '^ok [0-9]' "$log" || true) - k ))
+		f=$(grep -c '^not ok [0-9]' "$log" || true)
+		if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+		grep -v '^ok [0-9]' "$log" | head -n 120 || true
+		echo "cross/$t: $p ok, $f not ok, $k skipped, exit $rc (full output: $log)"
+		pass=$((pass + p)); fail=$((fail + f)); skipped=$((skipped + k))
+	done
+	echo "cross $pass $fail $skipped" >> "$KZ_RESULTS"
+}
