@@ -69,9 +69,11 @@ lane_regress() {
 		else
 			make -s PG_CONFIG="$PG_CONFIG" installcheck KZ_OUTDIR="$KZ_OUT" REGRESS= >"$log" 2>&1 || rc=$?
 		fi
-		grep -E '\.\.\. |tests (passed|failed)|^make' "$log" || true
-		ok=$(grep -Ec '\.\.\. ok' "$log" || true)
-		fail=$(grep -Ec '\.\.\. FAILED|\.\.\. failed' "$log" || true)
+		# pg_regress of 15 prints "test X ... ok", of 16 and later TAP
+		# ("ok 1 - X", "not ok 2 - X")
+		grep -E '\.\.\. |^(not )?ok [0-9]+ |tests (passed|failed)|^make' "$log" || true
+		ok=$(grep -Ec '\.\.\. ok|^ok [0-9]+ ' "$log" || true)
+		fail=$(grep -Ec '\.\.\. FAILED|\.\.\. failed|^not ok [0-9]+ ' "$log" || true)
 		if [ $rc -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
 		if [ -s "$KZ_OUT/$part/regression.diffs" ]; then
 			echo "--- $KZ_OUT/$part/regression.diffs (first 200 lines)"
@@ -119,7 +121,7 @@ lane_pgtap() {
 		psql -X -q -v ON_ERROR_STOP=1 -d kz_cron -c 'CREATE EXTENSION pgtap; CREATE EXTENSION kizunasync; CREATE EXTENSION pg_cron;' >/dev/null
 		run_prove pgtap-cron kz_cron test/pgtap/cron/*.sql
 	else
-		echo "!! SKIPPED test/pgtap/cron: pg_cron is not preloaded in this cluster (install postgresql-15-cron and recreate the cluster)"
+		echo "!! SKIPPED test/pgtap/cron: pg_cron is not preloaded in this cluster (install postgresql-$("$PG_CONFIG" --version | sed "s/[^0-9]*\([0-9]*\).*/\1/")-cron and recreate the cluster)"
 		echo "pgtap-cron 0 0 1" >> "$RESULTS"
 	fi
 }

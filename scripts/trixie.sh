@@ -2,8 +2,9 @@
 # A Debian 13 (trixie) root with PostgreSQL 17 and the test dependencies,
 # made with debootstrap from the Debian package source this machine's apt
 # already uses (read from /etc/apt/sources.list*), for the pg17 lane
-# (test/lanes/pg17.sh).  Built once and reused: a root is complete only when
-# its marker file lists exactly the packages below; anything else is rebuilt.
+# (test/lanes/pg17.sh).  Built once and reused: a root is complete when its
+# marker file lists the packages below; a complete root whose list lacks
+# some of them gets them with apt-get inside it; anything else is rebuilt.
 #
 #   scripts/trixie.sh build       make (or reuse) the root, print its path
 #   scripts/trixie.sh path        print the root's path
@@ -12,7 +13,7 @@
 # KZ_DEBIAN_MIRROR (default: the first Debian URI apt uses here).
 set -euo pipefail
 ROOT=${KZ_TRIXIE_ROOT:-/var/cache/kizunasync/trixie}
-PKGS="postgresql-17,postgresql-client-17,postgresql-server-dev-17,libjansson-dev,pkg-config,make,gcc,libc6-dev,postgresql-17-pgtap,libtap-parser-sourcehandler-pgtap-perl,postgresql-17-cron,python3,jq,locales-all,util-linux"
+PKGS="postgresql-17,postgresql-client-17,postgresql-server-dev-17,libjansson-dev,pkg-config,make,gcc,libc6-dev,postgresql-17-pgtap,libtap-parser-sourcehandler-pgtap-perl,postgresql-17-cron,python3,jq,util-linux,git,ca-certificates"
 MARK=$ROOT/.kizunasync-root
 
 mirror() {
@@ -26,6 +27,7 @@ mirror() {
 
 build() {
 	if [ -f "$MARK" ] && [ "$(cat "$MARK")" = "$PKGS" ]; then echo "$ROOT"; return; fi
+	if [ -f "$MARK" ] && add_missing; then echo "$ROOT"; return; fi
 	command -v debootstrap >/dev/null || {
 		echo "trixie: installing debootstrap" >&2
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends debootstrap >/dev/null
@@ -48,6 +50,25 @@ build() {
 	echo "$PKGS" > "$MARK"
 	echo "trixie: root ready in $((SECONDS - t0)) s ($(chroot "$ROOT" /usr/lib/postgresql/17/bin/postgres --version))" >&2
 	echo "$ROOT"
+}
+
+# install the packages of $PKGS the root lacks (its apt sources are the
+# ones debootstrap wrote); 1 when that fails
+add_missing() {
+	local t0=$SECONDS
+	echo "trixie: adding packages to $ROOT" >&2
+	if unshare --mount --propagation private bash -c '
+		mount -t proc proc "$1/proc"
+		chroot "$1" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin DEBIAN_FRONTEND=noninteractive \
+			bash -c "apt-get update -qq && apt-get install -y -qq --no-install-recommends $2"' _ "$ROOT" "${PKGS//,/ }" \
+		> "$(dirname "$ROOT")/apt.log" 2>&1; then
+		echo "$PKGS" > "$MARK"
+		echo "trixie: packages added in $((SECONDS - t0)) s" >&2
+		return 0
+	fi
+	tail -n 5 "$(dirname "$ROOT")/apt.log" >&2
+	echo "trixie: adding packages failed: rebuilding the root" >&2
+	return 1
 }
 
 umount_all() {

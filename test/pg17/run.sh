@@ -53,8 +53,14 @@ if "$PG15_CONFIG" --version 2>/dev/null | grep -q '^PostgreSQL 15\.'; then
 	PG15_LIB=$(dirname "$("$PG15_CONFIG" --bindir)"); PG15_SHARE=$("$PG15_CONFIG" --sharedir)
 fi
 
+# the repository's object store, for test/t/upgrade.sh (it builds each
+# release from its commit): a worktree's lives outside the checkout, and is
+# bind-mounted at the same path in the root
+GIT_COMMON=$(git -C "$ROOT" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)
+case $GIT_COMMON in "$ROOT"/*) GIT_COMMON="" ;; esac
+
 # host side: the mounts live in a private mount namespace of this command
-export ROOT TR CORPUS PORT LANES PG15_CONFIG PG15_LIB PG15_SHARE
+export ROOT TR CORPUS PORT LANES PG15_CONFIG PG15_LIB PG15_SHARE GIT_COMMON
 rc=0
 unshare --mount --propagation private bash -euo pipefail -c '
 	mount -t proc proc "$TR/proc"
@@ -63,6 +69,9 @@ unshare --mount --propagation private bash -euo pipefail -c '
 	mount --bind "$ROOT" "$TR/kz/src"; mount -o remount,bind,ro "$TR/kz/src"
 	if [ -n "$CORPUS" ]; then mount --bind "$CORPUS" "$TR/kz/corpus"; mount -o remount,bind,ro "$TR/kz/corpus"; fi
 	if [ -n "${PGHOST:-}" ] && [ -d "$PGHOST" ]; then mount --bind "$PGHOST" "$TR/kz/pg15sock"; fi
+	if [ -n "$GIT_COMMON" ]; then
+		mkdir -p "$TR$GIT_COMMON"; mount --bind "$GIT_COMMON" "$TR$GIT_COMMON"; mount -o remount,bind,ro "$TR$GIT_COMMON"
+	fi
 	pg15_bin="" pg15_why="no PostgreSQL 15 installation ($PG15_CONFIG is not pg_config of 15)"
 	if [ -n "$PG15_LIB" ]; then
 		mkdir -p "$TR/usr/lib/postgresql/15" "$TR/usr/share/postgresql/15"
