@@ -80,7 +80,12 @@ umount_all() {
 }
 
 case "${1:-}" in
-	build) build ;;
+	build)
+		# one builder at a time (two test runs, or the pg17 lane's early start)
+		mkdir -p "$(dirname "$ROOT")"
+		exec 9> "$ROOT.lock"
+		flock 9
+		build ;;
 	path) echo "$ROOT" ;;
 	*) echo "usage: $0 build|path" >&2; exit 2 ;;
 esac
