@@ -9,6 +9,7 @@ PKGS=(
 	postgresql-15-cron
 	python3 jq
 	clang libclang-rt-14-dev
+	debootstrap	# the pg17 lane's Debian 13 root (scripts/trixie.sh)
 )
 missing=()
 for p in "${PKGS[@]}"; do

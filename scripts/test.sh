@@ -7,12 +7,14 @@
 #   3. corpus lanes: cursor vectors, golden-transcript replay
 #                                        (read from $KZ_CORPUS, default ../shared/corpus)
 #   4. randomized end-to-end stress, libFuzzer targets, the crash test (test/t)
-#   5. the lanes of test/lanes/*.sh (ops, roles, layout)
+#   5. the lanes of test/lanes/*.sh (ops, roles, layout, replica; pg17:
+#      the lanes again against PostgreSQL 17 in a Debian 13 root, and 15
+#      to 17 by dump/restore and pg_upgrade; KZ_PG17=0 leaves it out)
 # stops the cluster and ends with one line "N passed, N failed".
 # test/README.md describes every directory and lane, and how to run one test.
 # Exit status is non-zero when anything failed.
 #
-# Environment: KZ_CORPUS, KZ_PORT, KZ_RUNDIR, PG_CONFIG, KZ_SKIP_DEPS=1,
+# Environment: KZ_CORPUS, KZ_PORT, KZ_RUNDIR, PG_CONFIG, KZ_SKIP_DEPS=1, KZ_PG17=0,
 # KZ_LANES="regress pgtap vectors replay" (subset to run), KZ_KEEP_CLUSTER=1.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,6 +36,11 @@ LANES=${KZ_LANES:-regress pgtap vectors replay stress fuzz crash$KZ_EXTRA_LANES}
 
 [ "${KZ_SKIP_DEPS:-0}" = 1 ] || bash scripts/deps.sh
 export PATH=$("$PG_CONFIG" --bindir):$PATH
+# A lane may start slow preparation now, beside the build and the lanes
+# before it (prepare_NAME, e.g. the pg17 lane's Debian 13 root).
+for lane in $LANES; do
+	if declare -F "prepare_$lane" >/dev/null; then "prepare_$lane"; fi
+done
 
 echo "== build"
 make -s PG_CONFIG="$PG_CONFIG" >/dev/null
@@ -69,9 +76,11 @@ lane_regress() {
 		else
 			make -s PG_CONFIG="$PG_CONFIG" installcheck KZ_OUTDIR="$KZ_OUT" REGRESS= >"$log" 2>&1 || rc=$?
 		fi
-		grep -E '\.\.\. |tests (passed|failed)|^make' "$log" || true
-		ok=$(grep -Ec '\.\.\. ok' "$log" || true)
-		fail=$(grep -Ec '\.\.\. FAILED|\.\.\. failed' "$log" || true)
+		# pg_regress of 15 prints "test X ... ok", of 16 and later TAP
+		# ("ok 1 - X", "not ok 2 - X")
+		grep -E '\.\.\. |^(not )?ok [0-9]+ |tests (passed|failed)|^make' "$log" || true
+		ok=$(grep -Ec '\.\.\. ok|^ok [0-9]+ ' "$log" || true)
+		fail=$(grep -Ec '\.\.\. FAILED|\.\.\. failed|^not ok [0-9]+ ' "$log" || true)
 		if [ $rc -ne 0 ] && [ "$fail" -eq 0 ]; then fail=1; fi
 		if [ -s "$KZ_OUT/$part/regression.diffs" ]; then
 			echo "--- $KZ_OUT/$part/regression.diffs (first 200 lines)"
@@ -119,7 +128,7 @@ lane_pgtap() {
 		psql -X -q -v ON_ERROR_STOP=1 -d kz_cron -c 'CREATE EXTENSION pgtap; CREATE EXTENSION kizunasync; CREATE EXTENSION pg_cron;' >/dev/null
 		run_prove pgtap-cron kz_cron test/pgtap/cron/*.sql
 	else
-		echo "!! SKIPPED test/pgtap/cron: pg_cron is not preloaded in this cluster (install postgresql-15-cron and recreate the cluster)"
+		echo "!! SKIPPED test/pgtap/cron: pg_cron is not preloaded in this cluster (install postgresql-$("$PG_CONFIG" --version | sed "s/[^0-9]*\([0-9]*\).*/\1/")-cron and recreate the cluster)"
 		echo "pgtap-cron 0 0 1" >> "$RESULTS"
 	fi
 }

@@ -44,6 +44,7 @@
 #include "bookkeeping.h"
 #include "errors.h"
 #include "identity.h"
+#include "pgcompat.h"
 #include "reconcile.h"
 #include "retention.h"
 #include "spi.h"
@@ -84,7 +85,7 @@ provision_text_arg(FunctionCallInfo fcinfo, int n)
 static void
 provision_check_owner(Oid relid, const KzCaller *caller)
 {
-	if (!pg_class_ownercheck(relid, caller->role))
+	if (!kz_class_ownercheck(relid, caller->role))
 		aclcheck_error(ACLCHECK_NOT_OWNER, get_relkind_objtype(get_rel_relkind(relid)),
 					   get_rel_name(relid));
 }

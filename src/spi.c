@@ -22,6 +22,7 @@
 #include "utils/memutils.h"
 
 #include "identity.h"
+#include "pgcompat.h"
 #include "spi.h"
 
 typedef struct KzPlanKey
@@ -93,7 +94,7 @@ spi_make_room(void)
 	{
 		KzPlanEntry *e = dlist_container(KzPlanEntry, lru, it.cur);
 
-		if (e->used_lxid != MyProc->lxid)
+		if (e->used_lxid != kz_my_lxid())
 		{
 			spi_evict(e);
 			return true;
@@ -136,14 +137,14 @@ spi_plan_lookup(const char *sql, int nargs, const Oid *argtypes)
 	e = hash_search(plan_cache, &key, HASH_FIND, NULL);
 	if (e != NULL && strcmp(e->sql, sql) == 0)
 	{
-		e->used_lxid = MyProc->lxid;
+		e->used_lxid = kz_my_lxid();
 		dlist_move_head(&plan_lru, &e->lru);
 		return e->plan;
 	}
 	if (e != NULL)
 	{
 		/* a hash collision: the newer statement takes the slot if it may */
-		if (e->used_lxid == MyProc->lxid)
+		if (e->used_lxid == kz_my_lxid())
 			return spi_prepare_or_fail(sql, nargs, argtypes);
 		spi_evict(e);
 	}
@@ -157,7 +158,7 @@ spi_plan_lookup(const char *sql, int nargs, const Oid *argtypes)
 	Assert(!found);
 	e->sql = MemoryContextStrdup(TopMemoryContext, sql);
 	e->plan = plan;
-	e->used_lxid = MyProc->lxid;
+	e->used_lxid = kz_my_lxid();
 	dlist_push_head(&plan_lru, &e->lru);
 	return plan;
 }

@@ -61,6 +61,7 @@
 #include "utils/timestamp.h"
 
 #include "bookkeeping.h"
+#include "pgcompat.h"
 #include "stamp.h"
 
 /* Changes per entry into the section (a bulk statement yields between chunks). */
@@ -72,7 +73,7 @@ static LocalTransactionId stamp_recorded_lxid = InvalidLocalTransactionId;
 bool
 kz_stamp_xact_recorded(void)
 {
-	return stamp_recorded_lxid == MyProc->lxid;
+	return stamp_recorded_lxid == kz_my_lxid();
 }
 
 void
@@ -293,7 +294,7 @@ kz_stamp_record(const KzChange *changes, int n)
 
 	if (n <= 0)
 		return 0;
-	stamp_recorded_lxid = MyProc->lxid;
+	stamp_recorded_lxid = kz_my_lxid();
 	seqid = kz_bk_relid("change_seq");
 
 	/* locked and in the relcache before the section, so nextval() never waits in it */

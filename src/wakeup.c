@@ -65,6 +65,7 @@
 
 #include "errors.h"
 #include "identity.h"
+#include "pgcompat.h"
 #include "wakeup.h"
 
 typedef struct SentHint
@@ -166,8 +167,8 @@ realtime_available(void)
 static bool
 wakeup_owner_may_send(Oid owner)
 {
-	return pg_namespace_aclcheck(realtime_nsp, owner, ACL_USAGE) == ACLCHECK_OK &&
-		pg_proc_aclcheck(realtime_fn, owner, ACL_EXECUTE) == ACLCHECK_OK;
+	return kz_namespace_aclcheck(realtime_nsp, owner, ACL_USAGE) == ACLCHECK_OK &&
+		kz_proc_aclcheck(realtime_fn, owner, ACL_EXECUTE) == ACLCHECK_OK;
 }
 
 /*

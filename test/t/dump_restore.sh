@@ -21,13 +21,47 @@
 # TAP output ("ok N - ..."); exit status 0 when everything passed.  Needs
 # the test cluster (PGHOST, PGPORT, PGUSER), the extension installed.
 # KZ_T_KEEP=1 keeps the databases; outputs land in test/out/t/dump_restore.
-T_NAME=dump_restore
+#
+# Across majors (issue 22): with KZ_T_SRC_PGHOST and KZ_T_SRC_PGPORT set,
+# the original databases are built on that server (PostgreSQL 15, the
+# extension installed there too), dumped from it with this installation's
+# pg_dump (17's, as PostgreSQL's upgrade notes advise) and restored into the
+# test cluster (17); everything else is the same.  The pg17 lane runs it so
+# (test/lanes/pg17.sh, lane "cross").
+T_NAME=${T_NAME:-dump_restore}
 # shellcheck source=test/t/lib.sh
 . "$(dirname "$0")/lib.sh"
 # shellcheck source=test/t/history.sh
 . "$T_DIR/history.sh"
 SRC=kz_t_dump_src
 O=$T_OUT
+bare=kz_t_dump_bare_src
+
+if [ -n "${KZ_T_SRC_PGHOST:-}" ]; then
+	# the originals ($SRC, $bare) live on the other server
+	on_src() { PGHOST=$KZ_T_SRC_PGHOST PGPORT=${KZ_T_SRC_PGPORT:?} "$@"; }
+	is_src() { [ "$1" = "$SRC" ] || [ "$1" = "$bare" ]; }
+	eval "$(declare -f q | sed '1s/^q /here_q /')"
+	eval "$(declare -f newdb | sed '1s/^newdb /here_newdb /')"
+	q() { if is_src "$1"; then on_src here_q "$@"; else here_q "$@"; fi; }
+	newdb() {
+		if ! is_src "$1"; then here_newdb "$1"; return; fi
+		on_src dropdb --if-exists --force "$1" >/dev/null 2>&1
+		on_src createdb -T template0 "$1" && at_finish "on_src dropdb --if-exists --force $1"
+	}
+	src_major=$(on_src here_q postgres -c "SELECT current_setting('server_version_num')::int / 10000" 2>&1)
+	dst_major=$(here_q postgres -c "SELECT current_setting('server_version_num')::int / 10000" 2>&1)
+	dump_major=$(pg_dump --version | sed -n 's/.* \([0-9][0-9]*\)\.[0-9].*/\1/p')
+	if [ -n "$src_major" ] && [ -n "$dst_major" ] && [ "$src_major" -lt "$dst_major" ] 2>/dev/null; then
+		ok "across majors: the originals on PostgreSQL $src_major, dumped with pg_dump $dump_major, restored into PostgreSQL $dst_major"
+	else
+		notok "across majors: the original's server is an older major than the restores'" \
+			"original ($KZ_T_SRC_PGHOST port $KZ_T_SRC_PGPORT): $src_major" "restores: $dst_major"
+		finish; exit
+	fi
+else
+	on_src() { "$@"; }
+fi
 
 contents() { q "$1" -v schemas="$2" -f "$T_DIR/contents.sql"; }
 # effective settings: configure() with no change (0.2.0), rolled back; the
@@ -84,10 +118,10 @@ check "history: A3 and A4 hold mid-page continuation cursors" \
 	"$(q $SRC -c "SELECT string_agg(device || ' ' || (cursor ~ '^[0-9]+:[0-9]+'), ', ' ORDER BY device) FROM kzt.devices WHERE device IN ('A3', 'A4')")" \
 	"A3 true, A4 true"
 
-pg_dump -Fc -d $SRC -f "$O/src.dump"
-pg_dump -Fp -d $SRC -f "$O/src.sql"
-pg_dump --schema-only -d $SRC -f "$O/schema.sql"
-pg_dump --data-only -d $SRC -f "$O/data.sql"
+on_src pg_dump -Fc -d $SRC -f "$O/src.dump"
+on_src pg_dump -Fp -d $SRC -f "$O/src.sql"
+on_src pg_dump --schema-only -d $SRC -f "$O/schema.sql"
+on_src pg_dump --data-only -d $SRC -f "$O/data.sql"
 contents $SRC kizunasync > "$O/src.bookkeeping"
 contents $SRC public,storage,auth,kzt > "$O/src.appdata"
 effective_settings $SRC > "$O/src.settings"
@@ -131,10 +165,10 @@ for form in custom plain split lenient; do
 done
 
 # ---------------------------------------------------------------- just installed
-bare=kz_t_dump_bare_src db=kz_t_dump_bare
+db=kz_t_dump_bare
 appdb $bare
 q $bare -c "SET client_min_messages = warning; CREATE EXTENSION kizunasync" >/dev/null
-pg_dump -Fc -d $bare -f "$O/bare.dump"
+on_src pg_dump -Fc -d $bare -f "$O/bare.dump"
 newdb $db
 if pg_restore --single-transaction --exit-on-error -d $db "$O/bare.dump" > "$O/bare.restore.log" 2>&1; then
 	ok "a database with the extension just installed restores strictly (custom)"

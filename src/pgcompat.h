@@ -1,0 +1,82 @@
+/*-------------------------------------------------------------------------
+ *
+ * pgcompat.h
+ *	  Every difference between the PostgreSQL majors kizunasync builds
+ *	  against, in one place (issue 22): 15 and 17 are built and tested
+ *	  (README "Supported PostgreSQL versions"); 16 has the same APIs as 17
+ *	  here but is not tested.  The rest of src/ calls only the names below
+ *	  where an API moved, never PG_VERSION_NUM itself.
+ *
+ *	  What moved, as the code uses it:
+ *	  - 16 replaced pg_class_ownercheck, pg_namespace_aclcheck and
+ *		pg_proc_aclcheck by object_ownercheck/object_aclcheck, which name
+ *		the catalog;
+ *	  - 17 moved a backend's local transaction id from MyProc->lxid into
+ *		MyProc->vxid.lxid.
+ *	  Everything else src/ calls (SPI, the executor and utility hooks, index
+ *	  and table scans, snapshots, jsonb, syscache, latches) has the same
+ *	  signature in 15 and 17 (checked against both majors' headers with
+ *	  -Wall -Wextra; the pg17 lane builds it).
+ *
+ *	  Header only (static inline functions): there is no pgcompat.c.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef KZ_PGCOMPAT_H
+#define KZ_PGCOMPAT_H
+
+#include "catalog/pg_class.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_proc.h"
+#include "storage/proc.h"
+#include "utils/acl.h"
+
+#if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 180000
+#error "kizunasync builds against PostgreSQL 15, 16 and 17 only"
+#endif
+
+/* This backend's local transaction id (changes with every transaction). */
+static inline LocalTransactionId
+kz_my_lxid(void)
+{
+#if PG_VERSION_NUM >= 170000
+	return MyProc->vxid.lxid;
+#else
+	return MyProc->lxid;
+#endif
+}
+
+/* Does role own the relation relid? */
+static inline bool
+kz_class_ownercheck(Oid relid, Oid role)
+{
+#if PG_VERSION_NUM >= 160000
+	return object_ownercheck(RelationRelationId, relid, role);
+#else
+	return pg_class_ownercheck(relid, role);
+#endif
+}
+
+/* role's privileges mode on schema nsp */
+static inline AclResult
+kz_namespace_aclcheck(Oid nsp, Oid role, AclMode mode)
+{
+#if PG_VERSION_NUM >= 160000
+	return object_aclcheck(NamespaceRelationId, nsp, role, mode);
+#else
+	return pg_namespace_aclcheck(nsp, role, mode);
+#endif
+}
+
+/* role's privileges mode on function fn */
+static inline AclResult
+kz_proc_aclcheck(Oid fn, Oid role, AclMode mode)
+{
+#if PG_VERSION_NUM >= 160000
+	return object_aclcheck(ProcedureRelationId, fn, role, mode);
+#else
+	return pg_proc_aclcheck(fn, role, mode);
+#endif
+}
+
+#endif							/* KZ_PGCOMPAT_H */
