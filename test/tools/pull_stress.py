@@ -23,7 +23,12 @@ holes can list: every pull must still answer and every replica end equal
 to the table.  Pullers then take larger limits, and the last puller names
 bucket 6 too.  The run reports, per puller, the most holes its cursors
 listed and how many of its pulls ran while more than 512 seqs of its
-buckets were in flight; it fails if no pull did.
+buckets were in flight; it fails if no pull did.  Probes (issue 21 item
+1): while a big transaction sits idle, another session commits a row of its
+bucket; a puller of that bucket must receive it before the big transaction
+ends (a transaction numbers only its first few changes while it runs, the
+rest at commit).  The run fails if fewer than 3 probes ran or none was
+delivered in time (with every change numbered early, as on 1188ffd: 0 of 6).
 
 --pull-via standby (issue 15) sends every pull to the hot standby of the
 cluster (test/replica/standby.sh; KZ_STANDBY_PORT), --pull-via readonly to
@@ -335,8 +340,10 @@ def main():
     for t in threads:
         t.start()
     if args.big_txns and args.pull_via == "primary":
+        big_writers = list(bigs)
         bigs.append(threading.Thread(target=probe_writer,
-                                     args=(DB, random.Random(rng.random()), writing, pullers, errors)))
+                                     args=(DB, random.Random(rng.random()),
+                                           lambda: any(b.is_alive() for b in big_writers), pullers, errors)))
         bigs[-1].start()
     if args.pull_via == "standby":
         # the writers are done when every puller has left its loop; then the
