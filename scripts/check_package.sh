@@ -5,7 +5,8 @@
 #     (they live in test/ext's own library, kizunasync_test.so);
 #   - `make install` installs no install script with an empty version and
 #     nothing of the test extension;
-#   - the build refuses a control file without default_version.
+#   - the build refuses a control file without default_version;
+#   - the top level has expected/ and cases/ (the design card), test/ neither.
 # Usage: bash scripts/check_package.sh [PG_CONFIG]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,6 +31,17 @@ else notok "make install installs no empty-version script and nothing of kizunas
 if git -C "$ROOT" ls-files --error-unmatch sql/kizunasync--.sql >/dev/null 2>&1; then
 	notok "sql/kizunasync--.sql is not committed"
 else ok "sql/kizunasync--.sql is not committed"; fi
+
+# the design card's top level (issue 23 item 11): expected output in
+# expected/, our own transcripts in cases/ (corpus format), nothing of
+# either left under test/
+for want in expected/00_install.out cases/manifest.json; do
+	if git -C "$ROOT" ls-files --error-unmatch "$want" >/dev/null 2>&1; then ok "$want is at the top level"
+	else notok "$want is at the top level"; fi
+done
+left=$(git -C "$ROOT" ls-files test/expected test/replay/cases | head -n 3)
+if [ -z "$left" ]; then ok "no expected output or own case is kept under test/"
+else notok "no expected output or own case is kept under test/" "$left"; fi
 
 tmp=$(mktemp -d)
 cp "$ROOT/Makefile" "$tmp/"

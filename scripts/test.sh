@@ -160,7 +160,7 @@ lane_replay() {
 	fi
 	# Appends "corpus-check", "replay-selftest" and "replay" lines to $RESULTS;
 	# a non-zero exit means a case left its pin (already counted as failed).
-	python3 test/tools/replay.py run --corpus "$KZ_CORPUS" --cases test/replay/cases \
+	python3 test/tools/replay.py run --corpus "$KZ_CORPUS" --cases cases \
 		--out "$KZ_OUT/replay" --results "$RESULTS" ||
 		echo "!! replay: cases differ from their pins or corpus problems (see above)"
 }

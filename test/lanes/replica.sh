@@ -26,7 +26,7 @@ lane_replica() {
 	if corpus_present replay-standby; then
 		for via in standby readonly; do
 			python3 "$ROOT/test/tools/replay.py" run --pull-via "$via" \
-				--standby "host=$PGHOST port=$KZ_STANDBY_PORT" --corpus "$KZ_CORPUS" --cases "$ROOT/test/replay/cases" \
+				--standby "host=$PGHOST port=$KZ_STANDBY_PORT" --corpus "$KZ_CORPUS" --cases "$ROOT/cases" \
 				--out "$KZ_OUT/replay-$via" --results "$KZ_RESULTS" ||
 				echo "!! replay --pull-via $via: cases differ from their pins (see above)"
 		done
