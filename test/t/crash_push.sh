@@ -11,7 +11,9 @@
 #   5. a pull from a cursor taken before the crash closes: the seqs the killed
 #      transactions drew become dropped holes, the cursor ends without holes;
 #   6. a writer killed while holding a seq (open transaction) leaves a hole
-#      that a later pull drops, and the committed write after it arrives.
+#      that a later pull drops, and the committed write after it arrives;
+#   7. amcheck finds nothing wrong with the bookkeeping tables and indexes
+#      (test/tools/amcheck.sh; issue 21 item 4), and its self-test fires.
 # Each check is one pass or fail; the summary line "crash <passed> <failed> 0"
 # is appended to $KZ_RESULTS when set (scripts/test.sh lane "crash").
 #
@@ -225,6 +227,24 @@ closed=$(pull_all "$(echo "$held" | cut -d'|' -f1)" | tail -1)
 check "a later pull drops the dead hole (cursor without holes)" "$(echo "$closed" | cut -d'|' -f2 | grep -c '~')" 0
 check "the held row never arrives, the committed one did" \
 	"$(echo "$held" | cut -d'|' -f3)/$(echo "$closed" | cut -d'|' -f1)/$(q -c "SELECT count(*) FROM public.crash_items WHERE id = 200001")" "200002//0"
+
+echo "== crash: amcheck on the bookkeeping after the crash recoveries"
+# PostgreSQL's own checks (issue 21 item 4): the killed pushes wrote the
+# bookkeeping with direct heap and index access; after recovery every table
+# and index of schema kizunasync must verify (test/tools/amcheck.sh), and
+# the check must fire on a planted mismatch (its negative control)
+am_t0=$SECONDS
+if am_out=$(bash "$ROOT/test/tools/amcheck.sh" "$DB" 2>&1); then
+	ok "amcheck: the bookkeeping verifies after recovery ($(echo "$am_out" | tail -1 | sed 's/^amcheck: //'))"
+else
+	notok "amcheck: the bookkeeping verifies after recovery" "$(echo "$am_out" | grep -v '^ok ' | tr '\n' ' ')"
+fi
+if am_out=$(bash "$ROOT/test/tools/amcheck.sh" --self-test 2>&1); then
+	ok "amcheck: the check reports a planted index mismatch (negative control)"
+else
+	notok "amcheck: the check reports a planted index mismatch (negative control)" "$(echo "$am_out" | tr '\n' ' ')"
+fi
+echo "# amcheck took $((SECONDS - am_t0)) s"
 
 echo "crash: $pass passed, $fail failed"
 [ -n "${KZ_RESULTS:-}" ] && echo "crash $pass $fail 0" >> "$KZ_RESULTS"

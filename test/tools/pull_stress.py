@@ -36,11 +36,17 @@ a READ ONLY transaction on the primary; a KZL03 answer is retried on the
 primary read-write, as a client does (decisions/0085).  Before draining,
 the pullers wait until the standby has replayed everything written.
 
+At the end of every run, test/tools/amcheck.sh checks the bookkeeping the
+run wrote with direct heap and index access (issue 21 item 4):
+verify_heapam on every table of schema kizunasync and
+bt_index_parent_check(heapallindexed) on every index; any report fails the
+run.
+
   python3 test/tools/pull_stress.py [--writers 4] [--pullers 3] [--seconds 20]
 
 Uses the PG* environment (scripts/devenv.sh) and a database it creates
 (KZ_STRESS_DB, default kz_pull_stress).  Python stdlib only.  Exit status 0
-when every replica matches.
+when every replica matches and amcheck is clean.
 """
 import argparse
 import json
@@ -405,11 +411,23 @@ def main():
                 print("pull_stress: no probe was delivered while the big transaction of its bucket was idle: "
                       "an open transaction stalled the bucket")
                 ok = False
-    print(f"pull_stress: {len(table)} rows, {changes} seqs drawn: {'PASS' if ok else 'FAIL'}")
     for p in pullers:
         p.s.close()
         if p.primary:
             p.primary.close()
+    # PostgreSQL's own checks of the bookkeeping the run wrote with direct
+    # heap and index access (issue 21 item 4): quiet when all is well
+    t0 = time.time()
+    am = subprocess.run(["bash", os.path.join(ROOT, "test/tools/amcheck.sh"), DB],
+                        capture_output=True, text=True)
+    for line in am.stdout.splitlines():
+        if not line.startswith("ok "):
+            print(line.replace("amcheck: ", "pull_stress: amcheck: ", 1))
+    if am.returncode != 0:
+        print(am.stderr, end="")
+        ok = False
+    print(f"pull_stress: amcheck {'clean' if am.returncode == 0 else 'FAILED'} ({time.time() - t0:.1f} s)")
+    print(f"pull_stress: {len(table)} rows, {changes} seqs drawn: {'PASS' if ok else 'FAIL'}")
     return 0 if ok else 1
 
 
