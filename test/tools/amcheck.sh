@@ -39,22 +39,21 @@ INSERT INTO kz_plant.t SELECT generate_series(1, 1000);
 CREATE INDEX t_f_idx ON kz_plant.t (kz_plant.f(id));
 UPDATE kz_plant.shift SET n = 1000000;
 SQL
-	rc=0
-	bad=$(bash "$0" "$DB" kz_plant 2>&1)
-	if [ $? -ne 0 ] && echo "$bad" | grep -q '^not ok .*t_f_idx'; then
+	rc=0 bad_rc=0
+	bad=$(bash "$0" "$DB" kz_plant 2>&1) || bad_rc=$?
+	if [ $bad_rc -ne 0 ] && echo "$bad" | grep -q '^not ok .*t_f_idx'; then
 		echo "ok - amcheck self-test: the planted index mismatch is reported"
 	else
 		echo "not ok - amcheck self-test: the planted index mismatch is reported"
-		echo "$bad" | sed 's/^/#   /'
+		while IFS= read -r l; do echo "#   $l"; done <<< "$bad"
 		rc=1
 	fi
 	psql -X -q -d "$DB" -c 'REINDEX INDEX kz_plant.t_f_idx' >/dev/null
-	good=$(bash "$0" "$DB" kz_plant 2>&1)
-	if [ $? -eq 0 ]; then
+	if good=$(bash "$0" "$DB" kz_plant 2>&1); then
 		echo "ok - amcheck self-test: the rebuilt index passes"
 	else
 		echo "not ok - amcheck self-test: the rebuilt index passes"
-		echo "$good" | sed 's/^/#   /'
+		while IFS= read -r l; do echo "#   $l"; done <<< "$good"
 		rc=1
 	fi
 	dropdb --if-exists "$DB" >/dev/null 2>&1
