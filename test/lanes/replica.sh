@@ -118,7 +118,7 @@ lane_replica() {
 		echo "!! replica: the standby's log ($slog) shows a failed replay:"
 		echo "$problems" | head -20
 	fi
-	echo "# replica: wal_consistency_checking part: $((SECONDS - t0)) s of the lane, $walcheck passed, $walfail failed"
+	echo "# replica: the lane ran $((SECONDS - t0)) s with wal_consistency_checking = all; WAL checks: $walcheck passed, $walfail failed"
 	echo "replica $((ok + walcheck)) $((fail + walfail)) 0" >> "$KZ_RESULTS"
 	bash "$ROOT/test/replica/standby.sh" stop
 	replica_walcheck_reset
