@@ -146,6 +146,21 @@ INSERT INTO kzt.calls (label, response) VALUES ('$label', :'r');
 SQL
 }
 
+# request SUB CALL: one Data API request against $DB (the sourcing script's
+# database), as api does; prints the call's result, or "ERROR <sqlstate>
+# <message>"
+request() {
+	psql -X -q -A -t -d "$DB" -v VERBOSITY=verbose 2>&1 <<SQL | sed -n -e 's/^\(psql:[^ ]* \)\{0,1\}ERROR:  \([0-9A-Z]\{5\}\): \(.*\)/ERROR \2 \3/p' -e '/^RESULT /s/^RESULT //p' | head -n 1
+\set ON_ERROR_STOP 1
+BEGIN;
+SET LOCAL ROLE authenticated;
+SELECT set_config('request.jwt.claims', '{"sub": "$1", "role": "authenticated"}', true) IS NULL AS x \gset
+SELECT ($2)::text AS r \gset
+COMMIT;
+\echo RESULT :r
+SQL
+}
+
 # pull_pages DEVICE SUB BUCKETS LIMIT CLIENT [MAXPAGES]: psql text that
 # pulls from the cursor in psql variable :cur until has_more is false (at
 # most MAXPAGES pages), one request per page; each page is echoed as

@@ -23,19 +23,7 @@ owner_role "$T_OWNER" || bail "cannot create role $T_OWNER"
 owned_appdb "$DB" "$T_OWNER" || bail "cannot create database $DB"
 mid() { printf '00000000-0000-4000-8000-f%011d' "$1"; }
 
-# request SUB CALL: one Data API request; prints the response, or "ERROR
-# <sqlstate> <message>"
-request() {
-	psql -X -q -A -t -d "$DB" -v VERBOSITY=verbose 2>&1 <<SQL | sed -n -e 's/^\(psql:[^ ]* \)\{0,1\}ERROR:  \([0-9A-Z]\{5\}\): \(.*\)/ERROR \2 \3/p' -e '/^RESULT /s/^RESULT //p' | head -n 1
-\set ON_ERROR_STOP 1
-BEGIN;
-SET LOCAL ROLE authenticated;
-SELECT set_config('request.jwt.claims', '{"sub": "$1", "role": "authenticated"}', true) IS NULL AS x \gset
-SELECT ($2)::text AS r \gset
-COMMIT;
-\echo RESULT :r
-SQL
-}
+# request SUB CALL (lib.sh): one Data API request against $DB
 # pushb SUB ATOMIC MUTATIONS
 pushb() { request "$1" "kizunasync.push(batch => '{\"atomic\": $2, \"mutations\": [$3]}'::jsonb, last_mutation_id => NULL, schema_version => 1)"; }
 jq_() { case $1 in ERROR*|'') echo "${1:-no response}"; return ;; esac; printf '%s\n' "WITH s AS (SELECT :'j'::jsonb AS j) SELECT $2 FROM s;" | q "$DB" -v j="$1" 2>&1; }
