@@ -122,9 +122,9 @@ void
 kz_ledger_record(const char *mutation_id, const char *sub, const char *table, const char *pk,
 				 const KzVerdict *v)
 {
-	Oid			types[5] = {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID};
-	Datum		values[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
+	Oid			types[6] = {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, BOOLOID};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
 	KzVerdict	stored = *v;
 
 	stored.server_row = NULL;	/* no row copies in the ledger */
@@ -136,17 +136,41 @@ kz_ledger_record(const char *mutation_id, const char *sub, const char *table, co
 	values[2] = CStringGetTextDatum(table);
 	values[3] = CStringGetTextDatum(pk);
 	values[4] = JsonbPGetDatum(kz_verdict_jsonb(&stored));
+	values[5] = BoolGetDatum(!v->applied);
 
 	/*
 	 * A concurrent push of the same id decided it first (its ledger row
 	 * committed while we decided).  This push's effect must not stand: fail
 	 * the call; the retry is answered from the ledger.
 	 */
-	if (kz_spi_priv("INSERT INTO kizunasync.verdicts (mutation_id, user_id, table_name, pk, verdict)"
-					" VALUES ($1, $2, $3, $4, $5) ON CONFLICT (mutation_id) DO NOTHING",
-					5, types, values, nulls, false, 0, SPI_OK_INSERT) == 0)
+	if (kz_spi_priv("INSERT INTO kizunasync.verdicts (mutation_id, user_id, table_name, pk, verdict, rejected)"
+					" VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (mutation_id) DO NOTHING",
+					6, types, values, nulls, false, 0, SPI_OK_INSERT) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("mutation %s was decided by a concurrent push", mutation_id),
 				 errhint("Retry the push; the retry answers with the recorded verdict.")));
+}
+
+uint64
+kz_ledger_bound_rejections(const char *sub)
+{
+	Oid			types[2] = {TEXTOID, INT4OID};
+	Datum		values[2];
+
+	values[0] = CStringGetTextDatum(sub);
+	values[1] = Int32GetDatum(KZ_LEDGER_MAX_REJECTIONS);
+
+	/*
+	 * Newest first through verdicts_user_rejected_idx: the scan reads at most
+	 * the quota and the excess.  Rows another transaction holds are left
+	 * for a later push.
+	 */
+	return kz_spi_priv("DELETE FROM kizunasync.verdicts v"
+					   " WHERE v.mutation_id OPERATOR(pg_catalog.=) ANY ("
+					   "   SELECT x.mutation_id FROM kizunasync.verdicts x"
+					   "    WHERE x.user_id OPERATOR(pg_catalog.=) $1 AND x.rejected"
+					   "    ORDER BY x.recorded_at DESC OFFSET $2"
+					   "    FOR UPDATE SKIP LOCKED)",
+					   2, types, values, NULL, false, 0, SPI_OK_DELETE);
 }

@@ -62,6 +62,7 @@ typedef struct PushBatch
 	int			ntables;		/* descriptions made so far */
 	KzTableDesc **tables;
 	MemoryContext mutation_cxt;
+	bool		rejections_recorded;	/* the ledger got a rejection */
 } PushBatch;
 
 /* ------------------------------------------------------------ guards */
@@ -227,6 +228,7 @@ push_mutation(PushBatch *b, int i, bool queue_per_mutation)
 	KzMutationCtx *ctx = &b->ctxs[i];
 	KzVerdict  *v = &b->verdicts[i];
 	KzLedgerEntry e;
+	bool		wrote;
 
 	if (kz_ledger_lookup(ctx->req->mutation_id, &e))
 	{
@@ -242,6 +244,7 @@ push_mutation(PushBatch *b, int i, bool queue_per_mutation)
 		kz_capture_queue_begin();
 	}
 	kz_push_decide(ctx, v);
+	wrote = kz_capture_queue_length() > 0;
 	if (queue_per_mutation)
 	{
 		/*
@@ -257,7 +260,20 @@ push_mutation(PushBatch *b, int i, bool queue_per_mutation)
 		if (v->applied && ctx->journaled)
 			kz_journal_winner_seq(ctx->req->mutation_id);
 	}
+
+	/*
+	 * COLUMN_DENIED is decided from the caller's column and table
+	 * privileges before the mutation writes anything: a replay decides it
+	 * again, from the same privileges, and renders the row as a replay of
+	 * a recorded verdict would.  It is not recorded, so a caller that may
+	 * only read a table cannot fill the ledger (decisions/0033).  Anything
+	 * that wrote, even outside the unit, is recorded.
+	 */
+	if (!v->applied && strcmp(v->reason, KZ_R_COLUMN_DENIED) == 0 && !wrote)
+		return;
 	kz_ledger_record(ctx->req->mutation_id, b->sub, ctx->req->table, ctx->req->pk, v);
+	if (!v->applied)
+		b->rejections_recorded = true;
 }
 
 /*
@@ -439,6 +455,8 @@ push_call(FunctionCallInfo fcinfo)
 			last_accepted = b->verdicts[i].mutation_id;
 	if (client != NULL)
 		push_register_client(b, client, schema_version, last_accepted);
+	if (b->rejections_recorded && !aborted && b->sub != NULL)
+		(void) kz_ledger_bound_rejections(b->sub);
 
 	kz_push_release(&b->req);
 	/* the result must outlive SPI_finish */

@@ -63,6 +63,11 @@ ALTER TABLE kizunasync.verdicts
 	ALTER COLUMN user_id TYPE text COLLATE "C" USING user_id::text,
 	ALTER COLUMN table_name TYPE text COLLATE "C",
 	ALTER COLUMN pk TYPE text COLLATE "C";
+-- A user's recorded rejections are bounded (decisions/0033).
+ALTER TABLE kizunasync.verdicts ADD COLUMN rejected boolean NOT NULL DEFAULT false;
+UPDATE kizunasync.verdicts SET rejected = true
+ WHERE (verdict OPERATOR(pg_catalog.->>) 'verdict') OPERATOR(pg_catalog.=) 'rejected';
+CREATE INDEX verdicts_user_rejected_idx ON kizunasync.verdicts (user_id, rejected, recorded_at);
 ALTER TABLE kizunasync.clients
 	ALTER COLUMN user_id TYPE text COLLATE "C" USING user_id::text,
 	ADD COLUMN bootstrap_horizon bigint;

@@ -13,7 +13,7 @@ KZ_EXTRA_LANES="$KZ_EXTRA_LANES ops"
 lane_ops() {
 	echo "== lane: ops (test/t: dump/restore, upgrades, replica writes, incarnations, long poll, contract gaps)"
 	local t log rc p f k pass=0 fail=0 skipped=0
-	for t in dump_restore upgrade replica_writes incarnations long_poll contract_gaps; do
+	for t in dump_restore upgrade replica_writes incarnations long_poll contract_gaps retention_edges; do
 		log=$KZ_OUT/t-$t.log; rc=0
 		bash "$ROOT/test/t/$t.sh" > "$log" 2>&1 || rc=$?
 		k=$(grep -c '^ok [0-9].* # SKIP' "$log" || true)
