@@ -122,9 +122,9 @@ void
 kz_ledger_record(const char *mutation_id, const char *sub, const char *table, const char *pk,
 				 const KzVerdict *v)
 {
-	Oid			types[6] = {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID, BOOLOID};
-	Datum		values[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
+	Oid			types[5] = {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID};
+	Datum		values[5];
+	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
 	KzVerdict	stored = *v;
 
 	stored.server_row = NULL;	/* no row copies in the ledger */
@@ -136,16 +136,15 @@ kz_ledger_record(const char *mutation_id, const char *sub, const char *table, co
 	values[2] = CStringGetTextDatum(table);
 	values[3] = CStringGetTextDatum(pk);
 	values[4] = JsonbPGetDatum(kz_verdict_jsonb(&stored));
-	values[5] = BoolGetDatum(!v->applied);
 
 	/*
 	 * A concurrent push of the same id decided it first (its ledger row
 	 * committed while we decided).  This push's effect must not stand: fail
 	 * the call; the retry is answered from the ledger.
 	 */
-	if (kz_spi_priv("INSERT INTO kizunasync.verdicts (mutation_id, user_id, table_name, pk, verdict, rejected)"
-					" VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (mutation_id) DO NOTHING",
-					6, types, values, nulls, false, 0, SPI_OK_INSERT) == 0)
+	if (kz_spi_priv("INSERT INTO kizunasync.verdicts (mutation_id, user_id, table_name, pk, verdict)"
+					" VALUES ($1, $2, $3, $4, $5) ON CONFLICT (mutation_id) DO NOTHING",
+					5, types, values, nulls, false, 0, SPI_OK_INSERT) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("mutation %s was decided by a concurrent push", mutation_id),

@@ -152,7 +152,8 @@ CREATE TABLE kizunasync.verdicts (
 	pk                  text COLLATE "C",
 	verdict             jsonb NOT NULL,
 	recorded_at         timestamptz NOT NULL DEFAULT now(),
-	rejected            boolean NOT NULL DEFAULT false
+	rejected            boolean GENERATED ALWAYS AS
+		((verdict OPERATOR(pg_catalog.->>) 'verdict') OPERATOR(pg_catalog.=) 'rejected') STORED
 );
 CREATE INDEX verdicts_recorded_at_idx ON kizunasync.verdicts (recorded_at);
 -- A user's recorded rejections, newest first: push keeps at most a fixed

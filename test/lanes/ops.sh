@@ -4,14 +4,15 @@
 # writes that bypass ordinary triggers and repair_table (replica_writes.sh),
 # re-created extensions and cursors from elsewhere (incarnations.sh), the
 # long poll (long_poll.sh), third-party auth and small contract gaps
-# (contract_gaps.sh).  Each script prints TAP; this lane counts its "ok",
+# (contract_gaps.sh), retention with third-party subs and the ledger's
+# bound per user (retention_edges.sh, issue 23).  Each script prints TAP; this lane counts its "ok",
 # "not ok" and "# SKIP" lines and appends "ops <passed> <failed> <skipped>"
 # to $KZ_RESULTS.  Sourced by scripts/test.sh (see test/lanes/README.md).
-# About 2 minutes on the 2-core machine.
+# About 3 minutes on the 2-core machine.
 KZ_EXTRA_LANES="$KZ_EXTRA_LANES ops"
 
 lane_ops() {
-	echo "== lane: ops (test/t: dump/restore, upgrades, replica writes, incarnations, long poll, contract gaps)"
+	echo "== lane: ops (test/t: dump/restore, upgrades, replica writes, incarnations, long poll, contract gaps, retention edges)"
 	local t log rc p f k pass=0 fail=0 skipped=0
 	for t in dump_restore upgrade replica_writes incarnations long_poll contract_gaps retention_edges; do
 		log=$KZ_OUT/t-$t.log; rc=0

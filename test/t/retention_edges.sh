@@ -16,6 +16,10 @@
 #      exactly-once still holds for everything that wrote (a replayed
 #      increment does not apply twice, also after the flood) and for
 #      another user's recorded rejection (PRECONDITION).
+#   c. a device that bootstraps after a reap removed the newest entry of the
+#      database (and VACUUM the tombstone) gets a cursor at the reap
+#      horizon, which its next pull serves: never CHECKPOINT_EXPIRED again
+#      and again.
 # Operational steps run as the non-superuser database owner, clients in the
 # Data API shape (one transaction, SET LOCAL ROLE authenticated, the claims
 # transaction-local, named arguments).
@@ -169,5 +173,30 @@ check "b: ... and did not apply again (n = 5)" "$(q "$DB" -c "SELECT n FROM publ
 r=$(pushm "$SUPA" "{\"mutation_id\": \"$(mid 23)\", \"table\": \"docs\", \"pk\": \"s1\", \"op\": \"update\", \"columns\": {\"body\": \"t\"}, \"precondition\": {\"body\": \"not s\"}}")
 check "b: the other user's recorded rejection replays as recorded (PRECONDITION)" "$(verdicts "$r")" "PRECONDITION"
 check "b: ... its ledger is untouched by the flood (its 4 verdicts)" "$(ledger_of "$SUPA")" "4"
+
+# ------------------------------------------------------------------ c. a bootstrap after a reap
+# The newest entry of the database is a tombstone; it is reaped, and VACUUM
+# (autovacuum, in production) removes it.  A device that bootstraps then
+# must get a cursor it can use: it stays at the horizon, not below it.
+r=$(pushm "$CLERK" "{\"mutation_id\": \"$(mid 30)\", \"table\": \"docs\", \"pk\": \"c1\", \"op\": \"insert\", \"columns\": {\"owner_id\": \"$CLERK\", \"body\": \"short-lived\"}}")
+check "c: sub $CLERK inserts c1" "$(verdicts "$r")" "applied"
+r=$(pullj "$CLERK" "$(docs_of "$CLERK")" 0)
+OLD=$(cursor "$r")
+r=$(pushm "$CLERK" "{\"mutation_id\": \"$(mid 31)\", \"table\": \"docs\", \"pk\": \"c1\", \"op\": \"delete\"}")
+check "c: ... and deletes it: the newest entry is its tombstone" "$(verdicts "$r")" "applied"
+q "$DB" -c "UPDATE kizunasync.tombstones SET deleted_at = deleted_at - interval '60 days'" >/dev/null
+newest=$(q "$DB" -c "SELECT max(seq) FROM kizunasync.tombstones")
+r=$(qo "$DB" -c "SELECT kizunasync.reap_tombstones()" 2>&1)
+check "c: the owner reaps every tombstone, the newest included" "$r" "$newest"
+q "$DB" -c "VACUUM kizunasync.tombstones" >/dev/null
+r=$(pullj "$CLERK" "$(docs_of "$CLERK")" "$OLD")
+check "c: a device whose cursor predates the reap is told CHECKPOINT_EXPIRED" "$(jq_ "$r" "j -> 'signal' ->> 'type'")" "CHECKPOINT_EXPIRED"
+r=$(pullj "$CLERK" "$(docs_of "$CLERK")" 0)
+check "c: it bootstraps again (after VACUUM removed the reaped tombstones): no rows left" "$(page "$r")" "rows=- tombstones=-"
+NEW=$(cursor "$r")
+check "c: ... with a cursor at the reap horizon" "$NEW" "$(q "$DB" -c "SELECT reaped_seq FROM kizunasync.reap_state")"
+r=$(pullj "$CLERK" "$(docs_of "$CLERK")" "$NEW")
+check "c: ... which its next pull serves (no endless CHECKPOINT_EXPIRED)" \
+	"$(jq_ "$r" "coalesce(j -> 'signal' ->> 'type', 'served') || ' ' || (j ->> 'cursor')")" "served $NEW"
 
 finish
