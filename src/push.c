@@ -455,7 +455,14 @@ push_call(FunctionCallInfo fcinfo)
 			last_accepted = b->verdicts[i].mutation_id;
 	if (client != NULL)
 		push_register_client(b, client, schema_version, last_accepted);
-	if (b->rejections_recorded && !aborted && b->sub != NULL)
+
+	/*
+	 * The user's rejections beyond the quota.  Not under SERIALIZABLE: the
+	 * scan would take predicate locks on the ledger, and syncing a table
+	 * adds no serialization failure to pushes (decisions/0086); the next
+	 * push of the user in another isolation level bounds them.
+	 */
+	if (b->rejections_recorded && !aborted && b->sub != NULL && !IsolationIsSerializable())
 		(void) kz_ledger_bound_rejections(b->sub);
 
 	kz_push_release(&b->req);
