@@ -59,6 +59,7 @@ typedef struct PushBatch
 	KzMutationCtx *ctxs;
 	KzVerdict  *verdicts;
 	bool	   *replay_only;	/* table gone, verdict recorded */
+	bool	   *unrecorded;		/* decided, verdict not recorded (COLUMN_DENIED) */
 	int			ntables;		/* descriptions made so far */
 	KzTableDesc **tables;
 	MemoryContext mutation_cxt;
@@ -221,6 +222,31 @@ push_replay(PushBatch *b, KzLedgerEntry *e, KzVerdict *v)
 	v->server_row = row;
 }
 
+/*
+ * An earlier mutation of this batch with the same id whose verdict was not
+ * recorded: the repeat is a replay of it, as of a recorded one.
+ */
+static bool
+push_unrecorded_earlier(PushBatch *b, int i, KzLedgerEntry *e)
+{
+	int			j;
+
+	for (j = 0; j < i; j++)
+	{
+		if (!b->unrecorded[j] ||
+			strcmp(b->ctxs[j].req->mutation_id, b->ctxs[i].req->mutation_id) != 0)
+			continue;
+		memset(e, 0, sizeof(*e));
+		e->user_id = b->sub;
+		e->table = pstrdup(b->ctxs[j].req->table);
+		e->pk = pstrdup(b->ctxs[j].req->pk);
+		e->verdict = b->verdicts[j];
+		e->verdict.server_row = NULL;
+		return true;
+	}
+	return false;
+}
+
 /* One mutation: ledger replay or a fresh, recorded decision. */
 static void
 push_mutation(PushBatch *b, int i, bool queue_per_mutation)
@@ -230,7 +256,7 @@ push_mutation(PushBatch *b, int i, bool queue_per_mutation)
 	KzLedgerEntry e;
 	bool		wrote;
 
-	if (kz_ledger_lookup(ctx->req->mutation_id, &e))
+	if (push_unrecorded_earlier(b, i, &e) || kz_ledger_lookup(ctx->req->mutation_id, &e))
 	{
 		push_replay(b, &e, v);
 		return;
@@ -270,7 +296,10 @@ push_mutation(PushBatch *b, int i, bool queue_per_mutation)
 	 * that wrote, even outside the unit, is recorded.
 	 */
 	if (!v->applied && strcmp(v->reason, KZ_R_COLUMN_DENIED) == 0 && !wrote)
+	{
+		b->unrecorded[i] = true;
 		return;
+	}
 	kz_ledger_record(ctx->req->mutation_id, b->sub, ctx->req->table, ctx->req->pk, v);
 	if (!v->applied)
 		b->rejections_recorded = true;
@@ -432,6 +461,7 @@ push_call(FunctionCallInfo fcinfo)
 	b->ctxs = palloc0(sizeof(KzMutationCtx) * (b->req.nmutations + 1));
 	b->verdicts = palloc0(sizeof(KzVerdict) * (b->req.nmutations + 1));
 	b->replay_only = palloc0(sizeof(bool) * (b->req.nmutations + 1));
+	b->unrecorded = palloc0(sizeof(bool) * (b->req.nmutations + 1));
 	push_check_shapes(b, batch);
 
 	b->mutation_cxt = AllocSetContextCreate(CurrentMemoryContext, "kizunasync mutation",

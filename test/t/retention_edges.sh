@@ -13,6 +13,8 @@
 #      decided from privileges before any write, is not recorded; its
 #      replay answers the same); 20 pushes of 500 updates of another
 #      user's row (RLS_DENIED) keep at most 1000 of the user's rejections;
+#      an id repeated in one batch still replays its first occurrence when
+#      that was an unrecorded COLUMN_DENIED;
 #      exactly-once still holds for everything that wrote (a replayed
 #      increment does not apply twice, also after the flood) and for
 #      another user's recorded rejection (PRECONDITION).
@@ -155,6 +157,11 @@ one="{\"mutation_id\": \"$(mid 100007)\", \"table\": \"notices\", \"pk\": \"n1\"
 r=$(pushm "$HOSTILE" "$one")
 check "b: a replay of one of them answers as before: COLUMN_DENIED with the row rendered" \
 	"$r" "{\"verdicts\": [{\"reason\": \"COLUMN_DENIED\", \"verdict\": \"rejected\", \"server_row\": {\"id\": \"n1\", \"body\": \"read me\", \"owner_id\": \"$HOSTILE\"}, \"mutation_id\": \"$(mid 100007)\"}]}"
+
+r=$(pushm "$HOSTILE" "{\"mutation_id\": \"$(mid 40)\", \"table\": \"notices\", \"pk\": \"n1\", \"op\": \"update\", \"columns\": {\"body\": \"no\"}},
+	{\"mutation_id\": \"$(mid 40)\", \"table\": \"docs\", \"pk\": \"h2\", \"op\": \"insert\", \"columns\": {\"owner_id\": \"$HOSTILE\", \"body\": \"sneaked\"}}")
+check "b: an id repeated in one batch replays its first occurrence, recorded or not: COLUMN_DENIED twice" "$(verdicts "$r")" "COLUMN_DENIED COLUMN_DENIED"
+check "b: ... and the repeat applied nothing" "$(q "$DB" -c "SELECT count(*) FROM public.docs WHERE id = 'h2'")" "0"
 
 res=""
 for k in $(seq 0 19); do
