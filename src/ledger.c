@@ -150,3 +150,26 @@ kz_ledger_record(const char *mutation_id, const char *sub, const char *table, co
 				 errmsg("mutation %s was decided by a concurrent push", mutation_id),
 				 errhint("Retry the push; the retry answers with the recorded verdict.")));
 }
+
+uint64
+kz_ledger_bound_rejections(const char *sub)
+{
+	Oid			types[2] = {TEXTOID, INT4OID};
+	Datum		values[2];
+
+	values[0] = CStringGetTextDatum(sub);
+	values[1] = Int32GetDatum(KZ_LEDGER_MAX_REJECTIONS);
+
+	/*
+	 * Newest first through verdicts_user_rejected_idx: the scan reads at most
+	 * the quota and the excess.  Rows another transaction holds are left
+	 * for a later push.
+	 */
+	return kz_spi_priv("DELETE FROM kizunasync.verdicts v"
+					   " WHERE v.mutation_id OPERATOR(pg_catalog.=) ANY ("
+					   "   SELECT x.mutation_id FROM kizunasync.verdicts x"
+					   "    WHERE x.user_id OPERATOR(pg_catalog.=) $1 AND x.rejected"
+					   "    ORDER BY x.recorded_at DESC OFFSET $2"
+					   "    FOR UPDATE SKIP LOCKED)",
+					   2, types, values, NULL, false, 0, SPI_OK_DELETE);
+}

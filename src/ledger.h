@@ -31,4 +31,18 @@ extern bool kz_ledger_lookup(const char *mutation_id, KzLedgerEntry *e);
 extern void kz_ledger_record(const char *mutation_id, const char *sub, const char *table,
 							 const char *pk, const KzVerdict *v);
 
+/*
+ * The most rejections one user keeps in the ledger (decisions/0033).  A
+ * rejection wrote nothing, so one that is no longer recorded is decided
+ * afresh on replay: it can still take effect at most once.
+ */
+#define KZ_LEDGER_MAX_REJECTIONS	1000
+
+/*
+ * Forget sub's oldest recorded rejections beyond KZ_LEDGER_MAX_REJECTIONS;
+ * returns how many were removed.  Verdicts of mutations that were applied
+ * are never removed here.
+ */
+extern uint64 kz_ledger_bound_rejections(const char *sub);
+
 #endif							/* KZ_LEDGER_H */

@@ -455,7 +455,19 @@ pull_attempt(PullCall *pc, Snapshot snap, PullPage *pg)
 
 	pos = pull_walk(pc, &s, pg, &capped, &more);
 	if (!capped && !more)
-		pos = kz_horizon_highest_visible(cur->high_water, L, snap);
+	{
+		/*
+		 * A final page claims at least the reap horizon.  Once VACUUM
+		 * removed the reaped tombstones, the highest entry left can lie
+		 * below it (a quiet database whose newest entry was reaped), and
+		 * a bootstrap's cursor would be expired at its next pull, again
+		 * and again.  Every seq below the horizon was drawn by a section
+		 * that ended before the reaped tombstone was seen, so the seqs up
+		 * to it are classified like any others (pending ones of the
+		 * requested pairs are holes).
+		 */
+		pos = Max(kz_horizon_highest_visible(cur->high_water, L, snap), rs.reaped_seq);
+	}
 	if (RecoveryInProgress() && pc->sub != NULL)
 		pull_standby_grant_check(&s, cur->high_water, Max(L, cur->high_water), gone, ngone);
 	npairs = kz_stream_pairs(&s, &pairs);

@@ -59,9 +59,11 @@ typedef struct PushBatch
 	KzMutationCtx *ctxs;
 	KzVerdict  *verdicts;
 	bool	   *replay_only;	/* table gone, verdict recorded */
+	bool	   *unrecorded;		/* decided, verdict not recorded (COLUMN_DENIED) */
 	int			ntables;		/* descriptions made so far */
 	KzTableDesc **tables;
 	MemoryContext mutation_cxt;
+	bool		rejections_recorded;	/* the ledger got a rejection */
 } PushBatch;
 
 /* ------------------------------------------------------------ guards */
@@ -220,6 +222,31 @@ push_replay(PushBatch *b, KzLedgerEntry *e, KzVerdict *v)
 	v->server_row = row;
 }
 
+/*
+ * An earlier mutation of this batch with the same id whose verdict was not
+ * recorded: the repeat is a replay of it, as of a recorded one.
+ */
+static bool
+push_unrecorded_earlier(PushBatch *b, int i, KzLedgerEntry *e)
+{
+	int			j;
+
+	for (j = 0; j < i; j++)
+	{
+		if (!b->unrecorded[j] ||
+			strcmp(b->ctxs[j].req->mutation_id, b->ctxs[i].req->mutation_id) != 0)
+			continue;
+		memset(e, 0, sizeof(*e));
+		e->user_id = b->sub;
+		e->table = pstrdup(b->ctxs[j].req->table);
+		e->pk = pstrdup(b->ctxs[j].req->pk);
+		e->verdict = b->verdicts[j];
+		e->verdict.server_row = NULL;
+		return true;
+	}
+	return false;
+}
+
 /* One mutation: ledger replay or a fresh, recorded decision. */
 static void
 push_mutation(PushBatch *b, int i, bool queue_per_mutation)
@@ -227,8 +254,9 @@ push_mutation(PushBatch *b, int i, bool queue_per_mutation)
 	KzMutationCtx *ctx = &b->ctxs[i];
 	KzVerdict  *v = &b->verdicts[i];
 	KzLedgerEntry e;
+	bool		wrote;
 
-	if (kz_ledger_lookup(ctx->req->mutation_id, &e))
+	if (push_unrecorded_earlier(b, i, &e) || kz_ledger_lookup(ctx->req->mutation_id, &e))
 	{
 		push_replay(b, &e, v);
 		return;
@@ -242,6 +270,7 @@ push_mutation(PushBatch *b, int i, bool queue_per_mutation)
 		kz_capture_queue_begin();
 	}
 	kz_push_decide(ctx, v);
+	wrote = kz_capture_queue_length() > 0;
 	if (queue_per_mutation)
 	{
 		/*
@@ -257,7 +286,23 @@ push_mutation(PushBatch *b, int i, bool queue_per_mutation)
 		if (v->applied && ctx->journaled)
 			kz_journal_winner_seq(ctx->req->mutation_id);
 	}
+
+	/*
+	 * COLUMN_DENIED is decided from the caller's column and table
+	 * privileges before the mutation writes anything: a replay decides it
+	 * again, from the same privileges, and renders the row as a replay of
+	 * a recorded verdict would.  It is not recorded, so a caller that may
+	 * only read a table cannot fill the ledger (decisions/0033).  Anything
+	 * that wrote, even outside the unit, is recorded.
+	 */
+	if (!v->applied && strcmp(v->reason, KZ_R_COLUMN_DENIED) == 0 && !wrote)
+	{
+		b->unrecorded[i] = true;
+		return;
+	}
 	kz_ledger_record(ctx->req->mutation_id, b->sub, ctx->req->table, ctx->req->pk, v);
+	if (!v->applied)
+		b->rejections_recorded = true;
 }
 
 /*
@@ -416,6 +461,7 @@ push_call(FunctionCallInfo fcinfo)
 	b->ctxs = palloc0(sizeof(KzMutationCtx) * (b->req.nmutations + 1));
 	b->verdicts = palloc0(sizeof(KzVerdict) * (b->req.nmutations + 1));
 	b->replay_only = palloc0(sizeof(bool) * (b->req.nmutations + 1));
+	b->unrecorded = palloc0(sizeof(bool) * (b->req.nmutations + 1));
 	push_check_shapes(b, batch);
 
 	b->mutation_cxt = AllocSetContextCreate(CurrentMemoryContext, "kizunasync mutation",
@@ -439,6 +485,15 @@ push_call(FunctionCallInfo fcinfo)
 			last_accepted = b->verdicts[i].mutation_id;
 	if (client != NULL)
 		push_register_client(b, client, schema_version, last_accepted);
+
+	/*
+	 * The user's rejections beyond the quota.  Not under SERIALIZABLE: the
+	 * scan would take predicate locks on the ledger, and syncing a table
+	 * adds no serialization failure to pushes (decisions/0086); the next
+	 * push of the user in another isolation level bounds them.
+	 */
+	if (b->rejections_recorded && !aborted && b->sub != NULL && !IsolationIsSerializable())
+		(void) kz_ledger_bound_rejections(b->sub);
 
 	kz_push_release(&b->req);
 	/* the result must outlive SPI_finish */

@@ -7,7 +7,7 @@
  *	  reap_tombstones()   remove tombstones older than their table's TTL and
  *						  raise the reap horizon to the highest seq reaped
  *	  compact_changelog() remove entries nothing can deliver any more
- *	  prune_clients()	  forget stale clients, old verdicts, orphan grants
+ *	  prune_clients()	  forget stale clients and old verdicts
  *	  schedule_jobs()	  schedule the three with pg_cron when it is there
  *
  *	  Each call does a bounded amount of work (max_rows) and skips rows other
@@ -25,7 +25,6 @@
  */
 #include "postgres.h"
 
-#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
@@ -33,12 +32,10 @@
 #include "miscadmin.h"
 #include "nodes/value.h"
 #include "parser/parse_func.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
 
 #include "identity.h"
 #include "jsonbutil.h"
@@ -50,9 +47,6 @@ PG_FUNCTION_INFO_V1(kz_reap_tombstones);
 PG_FUNCTION_INFO_V1(kz_compact_changelog);
 PG_FUNCTION_INFO_V1(kz_prune_clients);
 PG_FUNCTION_INFO_V1(kz_schedule_jobs);
-
-/* User ids checked against auth.users per round of prune_clients(). */
-#define KZ_RETENTION_USER_CHUNK	1000
 
 void
 kz_reap_state_read(KzReapState *rs)
@@ -293,114 +287,19 @@ retention_compact_body(FunctionCallInfo fcinfo)
 }
 
 /*
- * Bucket grants of users that no longer exist in auth.users, at most
- * max_rows of them.  auth.users is Supabase Auth's table: it is used only
- * where schema auth belongs to a superuser (a role with CREATE on the
- * database cannot plant one), and since its owner is not a superuser
- * (supabase_auth_admin) it is never read in a privileged section.  Each
- * chunk of the grants' user ids is collected in a privileged section,
- * checked against auth.users as that table's owner under
- * SECURITY_RESTRICTED_OPERATION, and the grants of the ids found gone are
- * deleted in another privileged section.  Returns the grants deleted.
- */
-static uint64
-retention_prune_orphan_grants(int32 max_rows)
-{
-	Oid			nsp = get_namespace_oid("auth", true);
-	Oid			users;
-	Oid			owner;
-	char	   *after = pstrdup("");
-	uint64		deleted = 0;
-	MemoryContext chunk_cxt;
-	MemoryContext outer = CurrentMemoryContext;
-
-	if (!OidIsValid(nsp) || !superuser_arg(kz_namespace_owner("auth")))
-		return 0;
-	users = get_relname_relid("users", nsp);
-	if (!OidIsValid(users))
-		return 0;
-	owner = kz_rel_owner(users);
-	chunk_cxt = AllocSetContextCreate(outer, "kizunasync prune chunk", ALLOCSET_DEFAULT_SIZES);
-
-	while (deleted < (uint64) max_rows)
-	{
-		Oid			types[2] = {TEXTOID, INT4OID};
-		Datum		values[2];
-		Datum	   *ids;
-		uint64		n;
-		uint64		i;
-		uint64		ngone;
-		KzUserSwitch sw;
-
-		MemoryContextReset(chunk_cxt);
-		MemoryContextSwitchTo(chunk_cxt);
-		/* the next chunk of user ids that hold grants (user ids are never empty) */
-		values[0] = CStringGetTextDatum(after);
-		n = kz_spi_priv("SELECT DISTINCT g.user_id FROM kizunasync.bucket_grants g"
-						" WHERE g.user_id OPERATOR(pg_catalog.>) $1"
-						" ORDER BY g.user_id LIMIT " CppAsString2(KZ_RETENTION_USER_CHUNK),
-						1, types, values, NULL, true, 0, SPI_OK_SELECT);
-		if (n == 0)
-			break;
-		ids = palloc(sizeof(Datum) * n);
-		for (i = 0; i < n; i++)
-		{
-			bool		isnull;
-
-			ids[i] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
-		}
-		after = MemoryContextStrdup(outer, TextDatumGetCString(ids[n - 1]));
-		types[0] = TEXTARRAYOID;
-		values[0] = PointerGetDatum(construct_array(ids, (int) n, TEXTOID, -1, false,
-													TYPALIGN_INT));
-		SPI_freetuptable(SPI_tuptable);
-
-		/* which of them auth.users no longer has, asked as its owner */
-		kz_as_restricted_begin(&sw, owner, true);
-		ngone = kz_spi_run("SELECT x.id FROM pg_catalog.unnest($1) AS x(id)"
-						   " WHERE NOT EXISTS (SELECT 1 FROM auth.users u"
-						   "   WHERE u.id::pg_catalog.text OPERATOR(pg_catalog.=) x.id)",
-						   1, types, values, NULL, true, 0, SPI_OK_SELECT);
-		kz_as_restricted_end(&sw);
-		if (ngone > 0)
-		{
-			Datum	   *gone = palloc(sizeof(Datum) * ngone);
-
-			for (i = 0; i < ngone; i++)
-			{
-				/* copied out: the result is freed below */
-				gone[i] = CStringGetTextDatum(SPI_getvalue(SPI_tuptable->vals[i],
-														   SPI_tuptable->tupdesc, 1));
-			}
-			SPI_freetuptable(SPI_tuptable);
-			values[0] = PointerGetDatum(construct_array(gone, (int) ngone, TEXTOID, -1, false,
-														TYPALIGN_INT));
-			values[1] = Int32GetDatum((int32) ((uint64) max_rows - deleted));
-			deleted += kz_spi_priv("DELETE FROM kizunasync.bucket_grants g"
-								   " WHERE (g.user_id, g.table_name, g.bucket_value) OPERATOR(pg_catalog.=) ANY ("
-								   "   SELECT x.user_id, x.table_name, x.bucket_value"
-								   "     FROM kizunasync.bucket_grants x"
-								   "    WHERE x.user_id OPERATOR(pg_catalog.=) ANY ($1)"
-								   "    LIMIT $2 FOR UPDATE SKIP LOCKED)",
-								   2, types, values, NULL, false, 0, SPI_OK_DELETE);
-		}
-		else
-			SPI_freetuptable(SPI_tuptable);
-		if (n < KZ_RETENTION_USER_CHUNK)
-			break;
-	}
-	MemoryContextSwitchTo(outer);
-	MemoryContextDelete(chunk_cxt);
-	return deleted;
-}
-
-/*
  * prune_clients(max_rows integer DEFAULT 100000) RETURNS bigint
  *
- * Removes clients not seen for client_ttl_days, verdict-ledger entries
- * older than that (a replay of such a mutation id is decided afresh), and
- * bucket grants of users that no longer exist in auth.users (skipped where
- * there is no auth.users table).  Returns the number of clients removed.
+ * Removes clients not seen for client_ttl_days and verdict-ledger entries
+ * older than that (a replay of such a mutation id is decided afresh).
+ * Returns the number of clients removed.
+ *
+ * It removes no bucket grant.  A grant is what entitles a user's devices
+ * to the deletions of a bucket value they received rows of; a device
+ * cannot tell a grant that was removed from one it never had, so removing
+ * the grant of a user who still syncs would let its devices keep deleted
+ * rows without a signal.  Nothing here can tell such a user from a gone
+ * one: a third-party auth sub is never in auth.users (decisions/0003).
+ * Grants go with their table (unsync_table, a changed bucket column).
  */
 static Datum retention_prune_body(FunctionCallInfo fcinfo);
 
@@ -437,7 +336,6 @@ retention_prune_body(FunctionCallInfo fcinfo)
 				   "   ORDER BY x.recorded_at LIMIT $1 FOR UPDATE SKIP LOCKED)",
 				   max_rows, s.client_ttl_days, SPI_OK_DELETE);
 
-	retention_prune_orphan_grants(max_rows);
 	kz_spi_finish();
 	PG_RETURN_INT64((int64) nclients);
 }

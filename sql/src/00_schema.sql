@@ -215,9 +215,14 @@ CREATE TABLE kizunasync.verdicts (
 	table_name          text COLLATE "C",
 	pk                  text COLLATE "C",
 	verdict             jsonb NOT NULL,
-	recorded_at         timestamptz NOT NULL DEFAULT now()
+	recorded_at         timestamptz NOT NULL DEFAULT now(),
+	rejected            boolean GENERATED ALWAYS AS
+		((verdict OPERATOR(pg_catalog.->>) 'verdict') OPERATOR(pg_catalog.=) 'rejected') STORED
 );
 CREATE INDEX verdicts_recorded_at_idx ON kizunasync.verdicts (recorded_at);
+-- A user's recorded rejections, newest first: push keeps at most a fixed
+-- number of them per user (src/ledger.c, decisions/0033).
+CREATE INDEX verdicts_user_rejected_idx ON kizunasync.verdicts (user_id, rejected, recorded_at);
 
 -- Optional client registry: the last cursor handed out, and the reap
 -- horizon when the client's latest bootstrap began (a paused bootstrap

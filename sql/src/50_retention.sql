@@ -22,7 +22,7 @@ RETURNS bigint
 AS 'MODULE_PATHNAME', 'kz_prune_clients'
 LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION kizunasync.prune_clients(integer) IS
-  'removes stale clients, verdicts older than client_ttl_days and grants of deleted users; returns clients removed';
+  'removes clients not seen and verdicts older than client_ttl_days (bounded per call), never bucket grants; returns clients removed';
 
 -- Schedules the three retention jobs with pg_cron when it is installed in
 -- this database; never requires it.  Re-running replaces the jobs.

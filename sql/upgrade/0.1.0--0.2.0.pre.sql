@@ -62,6 +62,12 @@ ALTER TABLE kizunasync.verdicts
 	ALTER COLUMN user_id TYPE text COLLATE "C" USING user_id::text,
 	ALTER COLUMN table_name TYPE text COLLATE "C",
 	ALTER COLUMN pk TYPE text COLLATE "C";
+-- A user's recorded rejections are bounded (decisions/0033).  A generated
+-- column: computed for the rows kept here, and for the rows a dump of an
+-- older version brings (a dump carries no generated values).
+ALTER TABLE kizunasync.verdicts ADD COLUMN rejected boolean GENERATED ALWAYS AS
+	((verdict OPERATOR(pg_catalog.->>) 'verdict') OPERATOR(pg_catalog.=) 'rejected') STORED;
+CREATE INDEX verdicts_user_rejected_idx ON kizunasync.verdicts (user_id, rejected, recorded_at);
 ALTER TABLE kizunasync.clients
 	ALTER COLUMN user_id TYPE text COLLATE "C" USING user_id::text,
 	ADD COLUMN bootstrap_horizon bigint;

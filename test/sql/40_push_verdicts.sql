@@ -113,7 +113,8 @@ GRANT SELECT (id, owner_id, title, done, likes, labels, version) ON public.todos
 SELECT pt.push(:'ua', '{"mutations": [{"columns": {"title": "pc"}, "precondition": {"deleted_at": "2026-01-01T10:00:00Z"}, "mutation_id": "00000000-0000-4000-8000-f10000000028", "op": "update", "pk": "00000000-0000-4000-8000-e10000000001", "table": "todos"}]}');
 GRANT SELECT, UPDATE ON public.todos TO authenticated;
 
--- every decided verdict is recorded, with a null server_row
+-- every decided verdict is recorded, with a null server_row, except
+-- COLUMN_DENIED (decided from privileges before any write: decisions/0033)
 SELECT verdict FROM kizunasync.verdicts WHERE mutation_id = '00000000-0000-4000-8000-f10000000014';
 SELECT count(*) AS ledger_rows FROM kizunasync.verdicts;
 

@@ -38,7 +38,7 @@ BEGIN;
 SET LOCAL ROLE authenticated;
 SELECT kizunasync.compact_changelog();
 ROLLBACK;
--- prune: stale clients and verdicts, grants of users gone from auth.users
+-- prune: stale clients and verdicts; bucket grants stay, also of a user auth.users does not have (decisions/0003)
 INSERT INTO auth.users (id) VALUES ('00000000-0000-4000-8000-a10000000001');
 INSERT INTO kizunasync.clients (client_id, user_id, last_seen) VALUES
   ('00000000-0000-4000-8000-c10000000001', '00000000-0000-4000-8000-a10000000001', now() - interval '91 days'),

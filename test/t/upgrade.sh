@@ -227,9 +227,14 @@ for from in $releases; do
 	# compared by effect: their rows may legitimately be normalized)
 	contents $OLD kizunasync > "$O/after.bookkeeping"
 	grep -v '^kizunasync.settings \|^kizunasync.reap_state ' "$O/before.bookkeeping" > "$O/before.bookkeeping.kept"
-	grep -v '^kizunasync.settings \|^kizunasync.reap_state ' "$O/after.bookkeeping" > "$O/after.bookkeeping.kept"
+	# verdicts.rejected is new in 0.2.0 (decisions/0033): generated from
+	# the verdict, checked below, compared without it
+	grep -v '^kizunasync.settings \|^kizunasync.reap_state ' "$O/after.bookkeeping" |
+		sed '/^kizunasync.verdicts /s/"rejected": \(true\|false\), //' > "$O/after.bookkeeping.kept"
 	check_same "$L: the update keeps every bookkeeping row and sequence (settings and reap_state aside)" \
 		"$O/before.bookkeeping.kept" "$O/after.bookkeeping.kept"
+	check "$L: the update marks every recorded rejection as one (verdicts.rejected), and only those" \
+		"$(q $OLD -c "SELECT count(*) FILTER (WHERE rejected) > 0 AND bool_and(rejected = (verdict ->> 'verdict' = 'rejected')) FROM kizunasync.verdicts")" t
 	check "$L: the reap horizon survives the update" \
 		"$(q $OLD -c "SELECT coalesce((SELECT reaped_seq FROM kizunasync.reap_state), 0)")" \
 		"$(q $REF -c "SELECT reaped_seq FROM kizunasync.reap_state")"
@@ -274,8 +279,11 @@ for from in $releases; do
 	# left out here and judged by its effect below)
 	contents $REF kizunasync | grep -v '^kizunasync.conflict_journal_id_seq ' > "$O/old.bookkeeping"
 	contents kz_t_up_olddump kizunasync 2> "$O/old-restored.bookkeeping.err" |
-		grep -v '^kizunasync.conflict_journal_id_seq ' > "$O/old-restored.bookkeeping"
+		grep -v '^kizunasync.conflict_journal_id_seq ' |
+		sed '/^kizunasync.verdicts /s/"rejected": \(true\|false\), //' > "$O/old-restored.bookkeeping"
 	check_same "$L: the $from dump, restored into $DEFAULT: every bookkeeping row and change_seq equal" "$O/old.bookkeeping" "$O/old-restored.bookkeeping"
+	check "$L: ... its recorded rejections are marked as such (verdicts.rejected, generated)" \
+		"$(q kz_t_up_olddump -c "SELECT count(*) FILTER (WHERE rejected) > 0 AND bool_and(rejected = (verdict ->> 'verdict' = 'rejected')) FROM kizunasync.verdicts")" t
 	# the journal's identity sequence was not registered for dump on 0.1.0:
 	# a journaled write must still be recorded, not rejected
 	{ push pold "$UA" "$A1" '{"mutations": [
