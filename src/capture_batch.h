@@ -37,6 +37,6 @@ extern void kz_capture_batch_init(void);
 extern void kz_capture_batch_add(const KzChange *changes, int n);
 
 /* Record every pending change now. */
-extern void kz_capture_batch_flush(void);
+extern PGDLLEXPORT void kz_capture_batch_flush(void);
 
 #endif							/* KZ_CAPTURE_BATCH_H */

@@ -19,16 +19,16 @@
 #include "stamp.h"
 
 /* Turn queuing on; the caller flushes pending batched changes first. */
-extern void kz_capture_queue_begin(void);
-extern void kz_capture_queue_flush(void);
-extern void kz_capture_queue_discard(void);
-extern void kz_capture_queue_end(void);	/* ERROR if changes are left unflushed */
+extern PGDLLEXPORT void kz_capture_queue_begin(void);
+extern PGDLLEXPORT void kz_capture_queue_flush(void);
+extern PGDLLEXPORT void kz_capture_queue_discard(void);
+extern PGDLLEXPORT void kz_capture_queue_end(void);	/* ERROR if changes are left unflushed */
 
 /* Is queuing on? */
 extern bool kz_capture_queue_active(void);
 
 /* Number of changes queued now. */
-extern int	kz_capture_queue_length(void);
+extern PGDLLEXPORT int	kz_capture_queue_length(void);
 
 /*
  * Record changes now, or queue them when queuing is on (called by the
@@ -40,6 +40,6 @@ extern void kz_capture_emit(const KzChange *changes, int n);
  * Op of the newest change still queued for (table_name, pk) in this
  * transaction: 'u' (upsert), 'd' (delete) or '\0' (none queued).
  */
-extern char kz_capture_queued_op(const char *table_name, const char *pk);
+extern PGDLLEXPORT char kz_capture_queued_op(const char *table_name, const char *pk);
 
 #endif							/* KZ_CAPTURE_QUEUE_H */

@@ -23,6 +23,6 @@ extern char *kz_rowkey_render(const KzTableConf *conf, const Datum *values, cons
  * canonical key text of the table: wrong shape, a value the type refuses,
  * or a spelling that does not re-render to the same bytes.
  */
-extern bool kz_rowkey_parse(const KzTableConf *conf, const char *pk, Datum *values);
+extern PGDLLEXPORT bool kz_rowkey_parse(const KzTableConf *conf, const char *pk, Datum *values);
 
 #endif							/* KZ_ROWKEY_H */

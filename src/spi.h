@@ -58,6 +58,6 @@ extern uint64 kz_spi_priv_snapshot(const char *sql, int nargs, const Oid *argtyp
 								   long count, int expect);
 
 /* Number of plans currently kept (for tests). */
-extern int	kz_plan_cache_count(void);
+extern PGDLLEXPORT int	kz_plan_cache_count(void);
 
 #endif							/* KZ_SPI_H */

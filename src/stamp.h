@@ -52,6 +52,6 @@ extern void kz_stamp_check_lengths(const char *table_name, const char *pk,
  * section meanwhile, uninterruptibly: the session holding the advisory
  * lock must not write synced rows.  Declared in SQL by the test setup only.
  */
-extern void kz_stamp_set_wait_after_draw(int64 key);
+extern PGDLLEXPORT void kz_stamp_set_wait_after_draw(int64 key);
 
 #endif							/* KZ_STAMP_H */

@@ -39,6 +39,6 @@ typedef struct KzTableConf
  * The result stays valid until the end of the current transaction.
  */
 extern KzTableConf *kz_tableconf_by_name(const char *table_name, bool missing_ok);
-extern KzTableConf *kz_tableconf_by_relid(Oid relid, bool missing_ok);
+extern PGDLLEXPORT KzTableConf *kz_tableconf_by_relid(Oid relid, bool missing_ok);
 
 #endif							/* KZ_TABLECONF_H */

@@ -31,7 +31,11 @@
 
 PG_MODULE_MAGIC;
 
-/* kizunasync's functions, resolved in _PG_init */
+/*
+ * kizunasync's functions, resolved in _PG_init.  Each is declared PGDLLEXPORT
+ * in its header: PostgreSQL 16 and later build modules with
+ * -fvisibility=hidden, and load_external_function finds only exported symbols.
+ */
 #define KZT_FN(name) static __typeof__(name) *kzt_##name
 KZT_FN(kz_horizon_compute);
 KZT_FN(kz_capture_batch_flush);
