@@ -171,7 +171,8 @@ lane_replay() {
 # failure can be replayed (--seed N).  The fourth run adds big transactions
 # (600 .. 1,500 rows of a bucket, and one of 100,000 rows) held open while
 # the pullers pull: more seqs of a bucket in flight than a cursor can list
-# as holes (issue 11).
+# as holes (issue 11), several idle at once, with probes asserting the
+# delivery bound (issue 21 item 1).
 lane_stress() {
 	echo "== lane: stress (${KZ_STRESS_SECONDS:-12} s per run)"
 	local ok=0 fail=0 args
