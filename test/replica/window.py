@@ -236,12 +236,153 @@ def part_b(tap, base):
            % len(devices), "\n".join(lost))
 
 
+def seq_now():
+    return int(one(DB, "SELECT last_value FROM kizunasync.change_seq"))
+
+
+def part_c(tap, base):
+    """Commit-time numbering (issue 21 item 1) on the standby: a writer over
+    its write-time budget idle in transaction, then frozen inside the
+    numbering its commit does."""
+    wait_replayed(DB)
+    dev = Device(base.cursor, base.replica)
+    dev.drain()
+    s = seq_now()
+    tap.same(dev.cursor, str(s), "C1 standby: a caught-up device at the sequence's last value %d" % s)
+    c1 = "%d~%d.%d" % (s + 3, s + 1, s + 2)
+    w1_rows = [("1", 101), ("2", 102), ("3", 103), ("20", 120), ("21", 121), ("6", "deleted")]
+
+    lock, w1, w2, w3 = Session(DB), Session(DB), Session(DB), Session(DB)
+    try:
+        w1pid, w3pid = w1.pid(), w3.pid()
+        # a budget of 2 and a capture batch of 2: two changes numbered at
+        # write time, four kept for the commit (in the transaction's store)
+        w1.query("BEGIN; SET LOCAL kizunasync.write_time_changes = 2; SET LOCAL kizunasync.capture_batch = 2;"
+                 " UPDATE win SET v = 100 + id WHERE id IN (1, 2, 3);"
+                 " INSERT INTO win VALUES (20, 1, 120), (21, 1, 121); DELETE FROM win WHERE id = 6;")
+        tap.same(seq_now(), s + 2, "C2 w1 (6 changes, budget 2) idle in transaction: it drew 2 seqs, %d and %d"
+                 % (s + 1, s + 2))
+        w2.query("UPDATE win SET v = 7 WHERE id = 4;")
+        wait_replayed(DB)
+        p = dev.pull()
+        tap.same((p["cursor"], pages(p)), (c1, [("4", 7)]),
+                 "C3 standby, w1 idle: w2's committed row delivered, w1's 2 seqs holes, nothing of w1 claimed")
+        p = Device(str(s), base.replica).pull(standby=False, read_only=True)
+        tap.same((p["cursor"], pages(p)), (c1, [("4", 7)]), "C3 primary, READ ONLY: the same page")
+
+        w1.query("SELECT kizunasync_test.wait_after_draw(%d);" % (KEY + 1))
+        lock.query("SELECT pg_advisory_lock(%d);" % (KEY + 1))
+        w1.send("COMMIT;")
+        wait_until("w1 frozen after its first commit-time draw", lambda: waiting_on(w1pid))
+        tap.same((waiting_on(w1pid), seq_now()), (("advisory", "ShareLock"), s + 4),
+                 "C4 w1 committing drew seq %d, the first of its 4 commit-time seqs, and is frozen"
+                 " before inserting its entry" % (s + 4))
+        w3.send("UPDATE win SET v = 8 WHERE id = 4;")
+        time.sleep(0.3)
+        tap.ok(wait_event(w3pid) == "LWLock:BufferContent" and seq_now() == s + 4,
+               "C5 w3 cannot draw seq %d: it waits for the numbering section w1's commit holds" % (s + 5),
+               "w3 %s, last_value %s" % (wait_event(w3pid), seq_now()))
+
+        wait_replayed(DB)
+        p = dev.pull()
+        tap.same((p["cursor"], pages(p)), (c1, []),
+                 "C6 standby, w1 frozen in its commit-time numbering: nothing new claimed (cursor %s)" % c1)
+        p = Device(c1).pull(standby=False, read_only=True)
+        tap.same((p["cursor"], pages(p)), (c1, []), "C6 primary, READ ONLY: the same page")
+
+        replay_pause(True)
+        lock.query("SELECT pg_advisory_unlock(%d);" % (KEY + 1))
+        w1.wait()
+        w3.wait()
+        p = dev.pull()
+        tap.same((p["cursor"], pages(p)), (c1, []),
+                 "C7 standby paused before w1's commit-time entries and w3's: nothing new claimed")
+        replay_pause(False)
+        wait_replayed(DB)
+        p = dev.pull()
+        tap.same((p["cursor"], sorted(pages(p), key=str)), (str(s + 8), sorted(w1_rows + [("4", 8)], key=str)),
+                 "C8 standby after both commits: w1's 6 changes and w3's row, the holes resolved")
+    finally:
+        if one("postgres", "SELECT pg_get_wal_replay_pause_state()", standby=True) != "not paused":
+            replay_pause(False)
+        for ses in (lock, w1, w2, w3):
+            ses.close()
+    dev.drain()
+    tap.same(dev.replica, table(), "C9 the device equals the table")
+    return dev
+
+
+def part_c_walk(tap, base):
+    """Part B's walk over a history whose last transaction numbers at
+    commit: replay stopped before every WAL record of that commit."""
+    wait_replayed(DB)
+    psql(DB, "CHECKPOINT")
+    wait_replayed(DB)
+    psql("postgres", "CHECKPOINT", standby=True)
+    replay_pause(True)
+    s = seq_now()
+    w1, w2 = Session(DB), Session(DB)
+    try:
+        w1.query("BEGIN; SET LOCAL kizunasync.write_time_changes = 1; UPDATE win SET v = 201 WHERE id = 1;")
+        w2.query("UPDATE win SET v = 202 WHERE id = 2;")
+        w1.query("DELETE FROM win WHERE id = 20; INSERT INTO win VALUES (22, 1, 222);")
+        mid = one(DB, "SELECT pg_current_wal_insert_lsn()")
+        w1.query("COMMIT;")
+    finally:
+        w1.close()
+        w2.close()
+    end = one(DB, "SELECT pg_current_wal_insert_lsn()")
+    psql(DB, "SELECT txid_current()")
+    seqs = psql(DB, "SELECT pk, seq FROM kizunasync.changelog WHERE table_name = 'win' AND seq > %d"
+                " UNION ALL SELECT pk || '-', seq FROM kizunasync.tombstones"
+                " WHERE table_name = 'win' AND seq > %d ORDER BY 2" % (s, s))
+    tap.same([tuple(r) for r in seqs], [("1", str(s + 1)), ("2", str(s + 2)), ("20-", str(s + 3)), ("22", str(s + 4))],
+             "CW0 w1 numbered its first change at write time (%d), its delete and insert at commit (%d, %d),"
+             " after w2 (%d)" % (s + 1, s + 3, s + 4, s + 2))
+    records = wal_records(mid, end)
+    tap.ok(sum(d.startswith("Heap INSERT") for _, d in records) >= 2
+           and any(d.startswith("Transaction COMMIT") for _, d in records),
+           "CW1 w1's commit wrote %d WAL records (its two entries and the commit)" % len(records),
+           "\n".join("%s %s" % r for r in records))
+    before = ("%d~%d" % (s + 2, s + 1), [("2", 202)])
+    after = (str(s + 4), sorted([("1", 201), ("2", 202), ("20", "deleted"), ("22", 222)], key=str))
+    devices, wrong = [], []
+    try:
+        for lsn, desc in records + [(end, "end")]:
+            standby_restart(lsn)
+            d = Device(base.cursor, base.replica)
+            p = d.pull()
+            print("#   stopped before %s %-40s cursor %-8s %s" % (lsn, desc[:40], d.cursor, pages(p)))
+            got = (d.cursor, sorted(pages(p), key=str))
+            if got != (after if lsn == end else before):
+                wrong.append("stopped before %s (%s): %r" % (lsn, desc, got))
+            devices.append((lsn, desc, d))
+    finally:
+        standby_restart(None)
+    tap.ok(not wrong, "CW2 each of %d stops inside w1's commit answers %s %s, the end %s"
+           % (len(devices) - 1, before[0], before[1], after[0]), "\n".join(wrong))
+    wait_replayed(DB)
+    want = table()
+    lost = []
+    for lsn, desc, d in devices:
+        claimed = d.cursor
+        d.drain()
+        if d.replica != want:
+            lost.append("stopped before %s (%s): cursor %s, then %s" % (lsn, desc, claimed, d.replica))
+    tap.ok(not lost, "CW3 replay stopped before each of %d WAL records of a commit-time numbering:"
+           " every device drains equal to the table" % len(devices), "\n".join(lost))
+
+
 def main():
     tap = Tap("replica window")
     try:
         fresh_db(DB, SETUP)
         dev = part_a(tap)
         part_b(tap, dev)
+        t0 = time.monotonic()
+        dev = part_c(tap, dev)
+        part_c_walk(tap, dev)
+        print("# part C took %.1f s" % (time.monotonic() - t0))
     except (Failed, SqlError) as e:
         tap.ok(False, "the test ran to its end", e)
     return tap.done()
