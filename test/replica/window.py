@@ -312,55 +312,79 @@ def part_c(tap, base):
     return dev
 
 
+def lsn_int(lsn):
+    hi, lo = lsn.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
 def part_c_walk(tap, base):
-    """Part B's walk over a history whose last transaction numbers at
-    commit: replay stopped before every WAL record of that commit."""
+    """Part B's walk over a history whose last writer numbers at commit
+    while another waits for the section: replay stopped before every WAL
+    record from that commit on."""
     wait_replayed(DB)
     psql(DB, "CHECKPOINT")
     wait_replayed(DB)
     psql("postgres", "CHECKPOINT", standby=True)
     replay_pause(True)
     s = seq_now()
-    w1, w2 = Session(DB), Session(DB)
+    lock, w1, w2, w3 = Session(DB), Session(DB), Session(DB), Session(DB)
     try:
         w1.query("BEGIN; SET LOCAL kizunasync.write_time_changes = 1; UPDATE win SET v = 201 WHERE id = 1;")
+        x1 = int(w1.query("SELECT txid_current();")[0])
         w2.query("UPDATE win SET v = 202 WHERE id = 2;")
-        w1.query("DELETE FROM win WHERE id = 20; INSERT INTO win VALUES (22, 1, 222);")
+        w1.query("DELETE FROM win WHERE id = 20; INSERT INTO win VALUES (22, 1, 222);"
+                 " SELECT kizunasync_test.wait_after_draw(%d);" % (KEY + 2))
+        lock.query("SELECT pg_advisory_lock(%d);" % (KEY + 2))
+        w1pid = w1.pid()
         mid = one(DB, "SELECT pg_current_wal_insert_lsn()")
-        w1.query("COMMIT;")
+        w1.send("COMMIT;")
+        wait_until("w1 frozen after its first commit-time draw", lambda: waiting_on(w1pid))
+        w3.send("BEGIN; SELECT txid_current(); UPDATE win SET v = 204 WHERE id = 4; COMMIT;")
+        time.sleep(0.3)
+        lock.query("SELECT pg_advisory_unlock(%d);" % (KEY + 2))
+        w1.wait()
+        x3 = int(w3.wait()[0])
     finally:
-        w1.close()
-        w2.close()
+        for ses in (lock, w1, w2, w3):
+            ses.close()
     end = one(DB, "SELECT pg_current_wal_insert_lsn()")
     psql(DB, "SELECT txid_current()")
     seqs = psql(DB, "SELECT pk, seq FROM kizunasync.changelog WHERE table_name = 'win' AND seq > %d"
                 " UNION ALL SELECT pk || '-', seq FROM kizunasync.tombstones"
                 " WHERE table_name = 'win' AND seq > %d ORDER BY 2" % (s, s))
-    tap.same([tuple(r) for r in seqs], [("1", str(s + 1)), ("2", str(s + 2)), ("20-", str(s + 3)), ("22", str(s + 4))],
+    tap.same([tuple(r) for r in seqs],
+             [("1", str(s + 1)), ("2", str(s + 2)), ("20-", str(s + 3)), ("22", str(s + 4)), ("4", str(s + 5))],
              "CW0 w1 numbered its first change at write time (%d), its delete and insert at commit (%d, %d),"
-             " after w2 (%d)" % (s + 1, s + 3, s + 4, s + 2))
-    records = wal_records(mid, end)
-    tap.ok(sum(d.startswith("Heap INSERT") for _, d in records) >= 2
-           and any(d.startswith("Transaction COMMIT") for _, d in records),
-           "CW1 w1's commit wrote %d WAL records (its two entries and the commit)" % len(records),
-           "\n".join("%s %s" % r for r in records))
-    before = ("%d~%d" % (s + 2, s + 1), [("2", 202)])
-    after = (str(s + 4), sorted([("1", 201), ("2", 202), ("20", "deleted"), ("22", 222)], key=str))
+             " after w2 (%d) and before w3 (%d), which waited for the section" % (s + 1, s + 3, s + 4, s + 2, s + 5))
+    records = wal_records(mid, end, with_tx=True)
+    commits = {tx: lsn_int(lsn) for lsn, d, tx in records if d.startswith("Transaction COMMIT")}
+    tap.ok(x1 in commits and x3 in commits and sum(d.startswith("Heap INSERT") for _, d, _ in records) >= 3,
+           "CW1 w1's commit and w3 wrote %d WAL records (3 entries, 2 commits; w%d's commit first)"
+           % (len(records), 1 if commits.get(x1, 0) < commits.get(x3, 0) else 3),
+           "\n".join("%s %s tx %d" % r for r in records))
+    expect = {
+        (False, False): ("%d~%d" % (s + 2, s + 1), [("2", 202)]),
+        (True, False): (str(s + 4), [("1", 201), ("2", 202), ("20", "deleted"), ("22", 222)]),
+        (False, True): ("%d~%d.%d.%d" % (s + 5, s + 1, s + 3, s + 4), [("2", 202), ("4", 204)]),
+        (True, True): (str(s + 5), [("1", 201), ("2", 202), ("20", "deleted"), ("22", 222), ("4", 204)]),
+    }
     devices, wrong = [], []
     try:
-        for lsn, desc in records + [(end, "end")]:
+        for lsn, desc in [r[:2] for r in records] + [(end, "end")]:
             standby_restart(lsn)
             d = Device(base.cursor, base.replica)
             p = d.pull()
             print("#   stopped before %s %-40s cursor %-8s %s" % (lsn, desc[:40], d.cursor, pages(p)))
+            state = (commits.get(x1, 1 << 64) < lsn_int(lsn), commits.get(x3, 1 << 64) < lsn_int(lsn))
+            want = (expect[state][0], sorted(expect[state][1], key=str))
             got = (d.cursor, sorted(pages(p), key=str))
-            if got != (after if lsn == end else before):
-                wrong.append("stopped before %s (%s): %r" % (lsn, desc, got))
+            if got != want:
+                wrong.append("stopped before %s (%s): got %r, want %r" % (lsn, desc, got, want))
             devices.append((lsn, desc, d))
     finally:
         standby_restart(None)
-    tap.ok(not wrong, "CW2 each of %d stops inside w1's commit answers %s %s, the end %s"
-           % (len(devices) - 1, before[0], before[1], after[0]), "\n".join(wrong))
+    tap.ok(not wrong, "CW2 each of %d stops answers the cursor its replayed commits predict"
+           " (nothing claimed that is not committed in the replayed WAL)" % len(devices), "\n".join(wrong))
     wait_replayed(DB)
     want = table()
     lost = []
@@ -369,8 +393,8 @@ def part_c_walk(tap, base):
         d.drain()
         if d.replica != want:
             lost.append("stopped before %s (%s): cursor %s, then %s" % (lsn, desc, claimed, d.replica))
-    tap.ok(not lost, "CW3 replay stopped before each of %d WAL records of a commit-time numbering:"
-           " every device drains equal to the table" % len(devices), "\n".join(lost))
+    tap.ok(not lost, "CW3 replay stopped before each of %d WAL records of a commit-time numbering and a"
+           " writer that waited for it: every device drains equal to the table" % len(devices), "\n".join(lost))
 
 
 def main():
