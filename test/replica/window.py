@@ -23,6 +23,26 @@ same checkpoint at each stop, and at the end drains every such device on the
 fully replayed standby: each must equal the table.  A cursor that claimed a
 seq it could not see would leave its device without that change.
 
+Part C does the same for numbering at commit (issue 21 item 1: a
+transaction numbers its first kizunasync.write_time_changes changes at
+write time, the rest in its XACT_EVENT_PRE_COMMIT, through the same
+section).  A writer over its budget (2 of 6 changes, the rest in its
+store), idle in transaction: a standby pull and a READ ONLY primary pull
+deliver another session's commit with the writer's 2 seqs as holes and
+nothing of it claimed (C3).  Frozen after the first draw of its commit
+(wait_after_draw fires there too), a third writer waits for the section
+(C5), and with replay at, then paused before, the commit's entries nothing
+new is claimed (C6, C7); once replayed, everything, with the exact cursor
+(C8).  Then part B's walk over the records from such a commit on (a
+write-time change held open across another writer's commit, a delete and
+an insert numbered at commit while a third writer waits for the section):
+every stop's cursor and page are the ones its replayed commit records
+predict (CW2) and every device drains equal to the table (CW3).  With the
+commit-time chunk's seqs drawn before the section (a deliberately broken
+build) C5-C9 and CW0, CW2, CW3 fail: the waiting writer draws and commits
+past the frozen one, and its seq is claimed while the frozen seq is not a
+hole, so the device loses a change.
+
 On the code before issue 15 it fails: the later writer draws and commits
 while the first is frozen (check A3), and the standby refuses every pull
 with 55000 "cannot acquire lock mode ShareLock on database objects while
