@@ -260,6 +260,17 @@ def seq_now():
     return int(one(DB, "SELECT last_value FROM kizunasync.change_seq"))
 
 
+def section_or_drawn(pid, drawn, timeout=5):
+    """Until writer pid waits for the numbering section (or, on a build
+    that lets it pass, has drawn a seq above drawn), at most timeout s."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if wait_event(pid) == "LWLock:BufferContent" or seq_now() > drawn:
+            time.sleep(0.05)
+            return
+        time.sleep(0.02)
+
+
 def part_c(tap, base):
     """Commit-time numbering (issue 21 item 1) on the standby: a writer over
     its write-time budget idle in transaction, then frozen inside the
@@ -298,7 +309,7 @@ def part_c(tap, base):
                  "C4 w1 committing drew seq %d, the first of its 4 commit-time seqs, and is frozen"
                  " before inserting its entry" % (s + 4))
         w3.send("UPDATE win SET v = 8 WHERE id = 4;")
-        time.sleep(0.3)
+        section_or_drawn(w3pid, s + 4)
         tap.ok(wait_event(w3pid) == "LWLock:BufferContent" and seq_now() == s + 4,
                "C5 w3 cannot draw seq %d: it waits for the numbering section w1's commit holds" % (s + 5),
                "w3 %s, last_value %s" % (wait_event(w3pid), seq_now()))
@@ -359,8 +370,9 @@ def part_c_walk(tap, base):
         mid = one(DB, "SELECT pg_current_wal_insert_lsn()")
         w1.send("COMMIT;")
         wait_until("w1 frozen after its first commit-time draw", lambda: waiting_on(w1pid))
+        w3pid = w3.pid()
         w3.send("BEGIN; SELECT txid_current(); UPDATE win SET v = 204 WHERE id = 4; COMMIT;")
-        time.sleep(0.3)
+        section_or_drawn(w3pid, s + 3)
         lock.query("SELECT pg_advisory_unlock(%d);" % (KEY + 2))
         w1.wait()
         x3 = int(w3.wait()[0])
