@@ -238,9 +238,9 @@ def standby_restart(target_lsn=None):
         time.sleep(0.05)
 
 
-def wal_records(start, end):
+def wal_records(start, end, with_tx=False):
     """Start LSNs of the WAL records in [start, end) of the primary, with a
-    short description each."""
+    short description each (and with_tx, the record's xid, third)."""
     r = subprocess.run(["runuser", "-u", "postgres", "--", os.path.join(pg_bindir(), "pg_waldump"),
                         "-p", os.path.join(rundir(), "data", "pg_wal"), "-s", start, "-e", end],
                        capture_output=True, text=True, cwd="/")
@@ -250,7 +250,8 @@ def wal_records(start, end):
         if "lsn" in parts and "rmgr" in line:
             rmgr = line.split()[1]
             desc = line.split("desc: ", 1)[1] if "desc: " in line else ""
-            out.append((parts["lsn"].split()[0], rmgr + " " + desc[:60]))
+            rec = (parts["lsn"].split()[0], rmgr + " " + desc[:60])
+            out.append(rec + (int(parts.get("tx", "0").split()[0]),) if with_tx else rec)
     if not out:
         raise Failed("pg_waldump found no records in [%s, %s): %s" % (start, end, r.stderr))
     return out

@@ -23,6 +23,26 @@ same checkpoint at each stop, and at the end drains every such device on the
 fully replayed standby: each must equal the table.  A cursor that claimed a
 seq it could not see would leave its device without that change.
 
+Part C does the same for numbering at commit (issue 21 item 1: a
+transaction numbers its first kizunasync.write_time_changes changes at
+write time, the rest in its XACT_EVENT_PRE_COMMIT, through the same
+section).  A writer over its budget (2 of 6 changes, the rest in its
+store), idle in transaction: a standby pull and a READ ONLY primary pull
+deliver another session's commit with the writer's 2 seqs as holes and
+nothing of it claimed (C3).  Frozen after the first draw of its commit
+(wait_after_draw fires there too), a third writer waits for the section
+(C5), and with replay at, then paused before, the commit's entries nothing
+new is claimed (C6, C7); once replayed, everything, with the exact cursor
+(C8).  Then part B's walk over the records from such a commit on (a
+write-time change held open across another writer's commit, a delete and
+an insert numbered at commit while a third writer waits for the section):
+every stop's cursor and page are the ones its replayed commit records
+predict (CW2) and every device drains equal to the table (CW3).  With the
+commit-time chunk's seqs drawn before the section (a deliberately broken
+build) C5-C9 and CW0, CW2, CW3 fail: the waiting writer draws and commits
+past the frozen one, and its seq is claimed while the frozen seq is not a
+hole, so the device loses a change.
+
 On the code before issue 15 it fails: the later writer draws and commits
 while the first is frozen (check A3), and the standby refuses every pull
 with 55000 "cannot acquire lock mode ShareLock on database objects while
@@ -236,12 +256,189 @@ def part_b(tap, base):
            % len(devices), "\n".join(lost))
 
 
+def seq_now():
+    return int(one(DB, "SELECT last_value FROM kizunasync.change_seq"))
+
+
+def section_or_drawn(pid, drawn, timeout=5):
+    """Until writer pid waits for the numbering section (or, on a build
+    that lets it pass, has drawn a seq above drawn), at most timeout s."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if wait_event(pid) == "LWLock:BufferContent" or seq_now() > drawn:
+            time.sleep(0.05)
+            return
+        time.sleep(0.02)
+
+
+def part_c(tap, base):
+    """Commit-time numbering (issue 21 item 1) on the standby: a writer over
+    its write-time budget idle in transaction, then frozen inside the
+    numbering its commit does."""
+    wait_replayed(DB)
+    dev = Device(base.cursor, base.replica)
+    dev.drain()
+    s = seq_now()
+    tap.same(dev.cursor, str(s), "C1 standby: a caught-up device at the sequence's last value %d" % s)
+    c1 = "%d~%d.%d" % (s + 3, s + 1, s + 2)
+    w1_rows = [("1", 101), ("2", 102), ("3", 103), ("20", 120), ("21", 121), ("6", "deleted")]
+
+    lock, w1, w2, w3 = Session(DB), Session(DB), Session(DB), Session(DB)
+    try:
+        w1pid, w3pid = w1.pid(), w3.pid()
+        # a budget of 2 and a capture batch of 2: two changes numbered at
+        # write time, four kept for the commit (in the transaction's store)
+        w1.query("BEGIN; SET LOCAL kizunasync.write_time_changes = 2; SET LOCAL kizunasync.capture_batch = 2;"
+                 " UPDATE win SET v = 100 + id WHERE id IN (1, 2, 3);"
+                 " INSERT INTO win VALUES (20, 1, 120), (21, 1, 121); DELETE FROM win WHERE id = 6;")
+        tap.same(seq_now(), s + 2, "C2 w1 (6 changes, budget 2) idle in transaction: it drew 2 seqs, %d and %d"
+                 % (s + 1, s + 2))
+        w2.query("UPDATE win SET v = 7 WHERE id = 4;")
+        wait_replayed(DB)
+        p = dev.pull()
+        tap.same((p["cursor"], pages(p)), (c1, [("4", 7)]),
+                 "C3 standby, w1 idle: w2's committed row delivered, w1's 2 seqs holes, nothing of w1 claimed")
+        p = Device(str(s), base.replica).pull(standby=False, read_only=True)
+        tap.same((p["cursor"], pages(p)), (c1, [("4", 7)]), "C3 primary, READ ONLY: the same page")
+
+        w1.query("SELECT kizunasync_test.wait_after_draw(%d);" % (KEY + 1))
+        lock.query("SELECT pg_advisory_lock(%d);" % (KEY + 1))
+        w1.send("COMMIT;")
+        wait_until("w1 frozen after its first commit-time draw", lambda: waiting_on(w1pid))
+        tap.same((waiting_on(w1pid), seq_now()), (("advisory", "ShareLock"), s + 4),
+                 "C4 w1 committing drew seq %d, the first of its 4 commit-time seqs, and is frozen"
+                 " before inserting its entry" % (s + 4))
+        w3.send("UPDATE win SET v = 8 WHERE id = 4;")
+        section_or_drawn(w3pid, s + 4)
+        tap.ok(wait_event(w3pid) == "LWLock:BufferContent" and seq_now() == s + 4,
+               "C5 w3 cannot draw seq %d: it waits for the numbering section w1's commit holds" % (s + 5),
+               "w3 %s, last_value %s" % (wait_event(w3pid), seq_now()))
+
+        wait_replayed(DB)
+        p = dev.pull()
+        tap.same((p["cursor"], pages(p)), (c1, []),
+                 "C6 standby, w1 frozen in its commit-time numbering: nothing new claimed (cursor %s)" % c1)
+        p = Device(c1).pull(standby=False, read_only=True)
+        tap.same((p["cursor"], pages(p)), (c1, []), "C6 primary, READ ONLY: the same page")
+
+        replay_pause(True)
+        lock.query("SELECT pg_advisory_unlock(%d);" % (KEY + 1))
+        w1.wait()
+        w3.wait()
+        p = dev.pull()
+        tap.same((p["cursor"], pages(p)), (c1, []),
+                 "C7 standby paused before w1's commit-time entries and w3's: nothing new claimed")
+        replay_pause(False)
+        wait_replayed(DB)
+        p = dev.pull()
+        tap.same((p["cursor"], sorted(pages(p), key=str)), (str(s + 8), sorted(w1_rows + [("4", 8)], key=str)),
+                 "C8 standby after both commits: w1's 6 changes and w3's row, the holes resolved")
+    finally:
+        if one("postgres", "SELECT pg_get_wal_replay_pause_state()", standby=True) != "not paused":
+            replay_pause(False)
+        for ses in (lock, w1, w2, w3):
+            ses.close()
+    dev.drain()
+    tap.same(dev.replica, table(), "C9 the device equals the table")
+    return dev
+
+
+def lsn_int(lsn):
+    hi, lo = lsn.split("/")
+    return (int(hi, 16) << 32) | int(lo, 16)
+
+
+def part_c_walk(tap, base):
+    """Part B's walk over a history whose last writer numbers at commit
+    while another waits for the section: replay stopped before every WAL
+    record from that commit on."""
+    wait_replayed(DB)
+    psql(DB, "CHECKPOINT")
+    wait_replayed(DB)
+    psql("postgres", "CHECKPOINT", standby=True)
+    replay_pause(True)
+    s = seq_now()
+    lock, w1, w2, w3 = Session(DB), Session(DB), Session(DB), Session(DB)
+    try:
+        w1.query("BEGIN; SET LOCAL kizunasync.write_time_changes = 1; UPDATE win SET v = 201 WHERE id = 1;")
+        x1 = int(w1.query("SELECT txid_current();")[0])
+        w2.query("UPDATE win SET v = 202 WHERE id = 2;")
+        w1.query("DELETE FROM win WHERE id = 20; INSERT INTO win VALUES (22, 1, 222);"
+                 " SELECT kizunasync_test.wait_after_draw(%d);" % (KEY + 2))
+        lock.query("SELECT pg_advisory_lock(%d);" % (KEY + 2))
+        w1pid = w1.pid()
+        mid = one(DB, "SELECT pg_current_wal_insert_lsn()")
+        w1.send("COMMIT;")
+        wait_until("w1 frozen after its first commit-time draw", lambda: waiting_on(w1pid))
+        w3pid = w3.pid()
+        w3.send("BEGIN; SELECT txid_current(); UPDATE win SET v = 204 WHERE id = 4; COMMIT;")
+        section_or_drawn(w3pid, s + 3)
+        lock.query("SELECT pg_advisory_unlock(%d);" % (KEY + 2))
+        w1.wait()
+        x3 = int(w3.wait()[0])
+    finally:
+        for ses in (lock, w1, w2, w3):
+            ses.close()
+    end = one(DB, "SELECT pg_current_wal_insert_lsn()")
+    psql(DB, "SELECT txid_current()")
+    seqs = psql(DB, "SELECT pk, seq FROM kizunasync.changelog WHERE table_name = 'win' AND seq > %d"
+                " UNION ALL SELECT pk || '-', seq FROM kizunasync.tombstones"
+                " WHERE table_name = 'win' AND seq > %d ORDER BY 2" % (s, s))
+    tap.same([tuple(r) for r in seqs],
+             [("1", str(s + 1)), ("2", str(s + 2)), ("20-", str(s + 3)), ("22", str(s + 4)), ("4", str(s + 5))],
+             "CW0 w1 numbered its first change at write time (%d), its delete and insert at commit (%d, %d),"
+             " after w2 (%d) and before w3 (%d), which waited for the section" % (s + 1, s + 3, s + 4, s + 2, s + 5))
+    records = wal_records(mid, end, with_tx=True)
+    commits = {tx: lsn_int(lsn) for lsn, d, tx in records if d.startswith("Transaction COMMIT")}
+    tap.ok(x1 in commits and x3 in commits and sum(d.startswith("Heap INSERT") for _, d, _ in records) >= 3,
+           "CW1 w1's commit and w3 wrote %d WAL records (3 entries, 2 commits; w%d's commit first)"
+           % (len(records), 1 if commits.get(x1, 0) < commits.get(x3, 0) else 3),
+           "\n".join("%s %s tx %d" % r for r in records))
+    expect = {
+        (False, False): ("%d~%d" % (s + 2, s + 1), [("2", 202)]),
+        (True, False): (str(s + 4), [("1", 201), ("2", 202), ("20", "deleted"), ("22", 222)]),
+        (False, True): ("%d~%d.%d.%d" % (s + 5, s + 1, s + 3, s + 4), [("2", 202), ("4", 204)]),
+        (True, True): (str(s + 5), [("1", 201), ("2", 202), ("20", "deleted"), ("22", 222), ("4", 204)]),
+    }
+    devices, wrong = [], []
+    try:
+        for lsn, desc in [r[:2] for r in records] + [(end, "end")]:
+            standby_restart(lsn)
+            d = Device(base.cursor, base.replica)
+            p = d.pull()
+            print("#   stopped before %s %-40s cursor %-8s %s" % (lsn, desc[:40], d.cursor, pages(p)))
+            state = (commits.get(x1, 1 << 64) < lsn_int(lsn), commits.get(x3, 1 << 64) < lsn_int(lsn))
+            want = (expect[state][0], sorted(expect[state][1], key=str))
+            got = (d.cursor, sorted(pages(p), key=str))
+            if got != want:
+                wrong.append("stopped before %s (%s): got %r, want %r" % (lsn, desc, got, want))
+            devices.append((lsn, desc, d))
+    finally:
+        standby_restart(None)
+    tap.ok(not wrong, "CW2 each of %d stops answers the cursor its replayed commits predict"
+           " (nothing claimed that is not committed in the replayed WAL)" % len(devices), "\n".join(wrong))
+    wait_replayed(DB)
+    want = table()
+    lost = []
+    for lsn, desc, d in devices:
+        claimed = d.cursor
+        d.drain()
+        if d.replica != want:
+            lost.append("stopped before %s (%s): cursor %s, then %s" % (lsn, desc, claimed, d.replica))
+    tap.ok(not lost, "CW3 replay stopped before each of %d WAL records of a commit-time numbering and a"
+           " writer that waited for it: every device drains equal to the table" % len(devices), "\n".join(lost))
+
+
 def main():
     tap = Tap("replica window")
     try:
         fresh_db(DB, SETUP)
         dev = part_a(tap)
         part_b(tap, dev)
+        t0 = time.monotonic()
+        dev = part_c(tap, dev)
+        part_c_walk(tap, dev)
+        print("# part C took %.1f s" % (time.monotonic() - t0))
     except (Failed, SqlError) as e:
         tap.ok(False, "the test ran to its end", e)
     return tap.done()
