@@ -364,6 +364,12 @@ batch_flush_budgeted(void)
 	pending_orphans = false;
 }
 
+void
+kz_capture_batch_flush_early(void)
+{
+	batch_flush_budgeted();
+}
+
 /* A hooked statement ended: record what was captured inside it. */
 static void
 batch_statement_ended(void)

@@ -39,4 +39,12 @@ extern void kz_capture_batch_add(const KzChange *changes, int n);
 /* Record every pending change now. */
 extern PGDLLEXPORT void kz_capture_batch_flush(void);
 
+/*
+ * Record what the transaction's write-time budget allows now and keep the
+ * rest for the commit, as at a statement's end (for an entry point that only
+ * reads the bookkeeping: the transaction's own entries are in flight to it
+ * either way).
+ */
+extern void kz_capture_batch_flush_early(void);
+
 #endif							/* KZ_CAPTURE_BATCH_H */

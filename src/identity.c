@@ -58,8 +58,9 @@ identity_refuse_secdef(Oid fnoid)
 				 errhint("Run ALTER EXTENSION kizunasync UPDATE.")));
 }
 
-void
-kz_entry(FunctionCallInfo fcinfo, const char *fname, bool refuse_sro, KzCaller *caller)
+static void
+identity_entry_checks(FunctionCallInfo fcinfo, const char *fname, bool refuse_sro,
+					  KzCaller *caller)
 {
 	identity_refuse_secdef(fcinfo->flinfo ? fcinfo->flinfo->fn_oid : InvalidOid);
 	if (refuse_sro && InSecurityRestrictedOperation())
@@ -69,9 +70,27 @@ kz_entry(FunctionCallInfo fcinfo, const char *fname, bool refuse_sro, KzCaller *
 				 errdetail("REFRESH MATERIALIZED VIEW, ANALYZE, VACUUM, CREATE INDEX and autovacuum "
 						   "evaluate view and index expressions as their owner with restricted rights.")));
 	caller->role = GetUserId();
+}
 
+void
+kz_entry(FunctionCallInfo fcinfo, const char *fname, bool refuse_sro, KzCaller *caller)
+{
+	identity_entry_checks(fcinfo, fname, refuse_sro, caller);
 	/* what this transaction's statements captured is recorded before we look */
 	kz_capture_batch_flush();
+}
+
+void
+kz_entry_reader(FunctionCallInfo fcinfo, const char *fname, bool refuse_sro, KzCaller *caller)
+{
+	identity_entry_checks(fcinfo, fname, refuse_sro, caller);
+
+	/*
+	 * A pull sees this transaction's entries as in flight whether they are
+	 * recorded or not, so recording the deferred ones now would only hold
+	 * their seqs in flight until the transaction ends.
+	 */
+	kz_capture_batch_flush_early();
 }
 
 /* The entry point running in this backend, or NULL. */

@@ -38,6 +38,14 @@ extern void kz_entry(FunctionCallInfo fcinfo, const char *fname, bool refuse_sro
 					 KzCaller *caller);
 
 /*
+ * The same for an entry point that only reads what the transaction's own
+ * statements captured (pull): what the transaction defers to its commit
+ * stays deferred (decisions/0010, "Numbering at commit").
+ */
+extern void kz_entry_reader(FunctionCallInfo fcinfo, const char *fname, bool refuse_sro,
+							KzCaller *caller);
+
+/*
  * Run an SQL-callable entry point: body(fcinfo), as fname.  Entry points do
  * not nest: called while another one runs in this backend (application
  * code that a pull or push ran - a trigger, a policy, a column default, a

@@ -658,7 +658,7 @@ pull_call(FunctionCallInfo fcinfo)
 	MemoryContext spicxt;
 	bool		gates_passed;
 
-	kz_entry(fcinfo, PULL_FNAME, true, &pc->caller);
+	kz_entry_reader(fcinfo, PULL_FNAME, true, &pc->caller);
 	render_level = kz_render_settings_begin();
 
 	/*
