@@ -79,7 +79,8 @@ extern void kz_horizon_settle(int64 in_hw, int64 pos, const int64 *in_pending,
  * entry of every table in (in_hw, L] and the incoming holes; max_holes as
  * above.
  */
-extern PGDLLEXPORT void kz_horizon_compute(int64 in_hw, const int64 *in_holes, int n_in_holes,
-							   Snapshot snap, int max_holes, KzHorizon *out);
+extern PGDLLEXPORT void kz_horizon_compute(int64 in_hw, const int64 *in_holes,
+										   int n_in_holes, Snapshot snap, int max_holes,
+										   KzHorizon *out);
 
 #endif							/* KZ_HORIZON_H */
