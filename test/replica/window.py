@@ -135,6 +135,19 @@ def wait_until(what, fn, timeout=30):
     raise Failed("timed out waiting for " + what)
 
 
+def drain_devices(devices):
+    """Drain every (lsn, desc, device) on the fully replayed standby; the
+    devices that do not end equal to the table, described."""
+    want = table()
+    lost = []
+    for lsn, desc, d in devices:
+        claimed = d.cursor
+        d.drain()
+        if d.replica != want:
+            lost.append("stopped before %s (%s): cursor %s, then %s" % (lsn, desc, claimed, d.replica))
+    return lost
+
+
 def replay_pause(pause):
     psql("postgres", "SELECT pg_wal_replay_%s()" % ("pause" if pause else "resume"), standby=True)
     if pause:
@@ -245,13 +258,7 @@ def part_b(tap, base):
     tap.ok(len(set(cursors)) >= 3 and any("~" in c for c in cursors),
            "B1 the stops saw the history unfold: %d distinct cursors, %d with holes"
            % (len(set(cursors)), sum("~" in c for c in cursors)), cursors)
-    want = table()
-    lost = []
-    for lsn, desc, d in devices:
-        claimed = d.cursor
-        d.drain()
-        if d.replica != want:
-            lost.append("stopped before %s (%s): cursor %s, then %s" % (lsn, desc, claimed, d.replica))
+    lost = drain_devices(devices)
     tap.ok(not lost, "B2 replay stopped before each of %d WAL records: every device drains equal to the table"
            % len(devices), "\n".join(lost))
 
@@ -418,13 +425,7 @@ def part_c_walk(tap, base):
     tap.ok(not wrong, "CW2 each of %d stops answers the cursor its replayed commits predict"
            " (nothing claimed that is not committed in the replayed WAL)" % len(devices), "\n".join(wrong))
     wait_replayed(DB)
-    want = table()
-    lost = []
-    for lsn, desc, d in devices:
-        claimed = d.cursor
-        d.drain()
-        if d.replica != want:
-            lost.append("stopped before %s (%s): cursor %s, then %s" % (lsn, desc, claimed, d.replica))
+    lost = drain_devices(devices)
     tap.ok(not lost, "CW3 replay stopped before each of %d WAL records of a commit-time numbering and a"
            " writer that waited for it: every device drains equal to the table" % len(devices), "\n".join(lost))
 

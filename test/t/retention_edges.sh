@@ -39,19 +39,6 @@ HOSTILE=user_2hostileHOSTILEhostile000
 mid() { printf '00000000-0000-4000-8000-f%011d' "$1"; }
 docs_of() { echo "[{\"table\": \"docs\", \"params\": {\"owner_id\": \"$1\"}}]"; }
 
-# request SUB CALL: one Data API request; prints the response, or
-# "ERROR <sqlstate> <message>"
-request() {
-	psql -X -q -A -t -d "$DB" -v VERBOSITY=verbose 2>&1 <<SQL | sed -n -e 's/^\(psql:[^ ]* \)\{0,1\}ERROR:  \([0-9A-Z]\{5\}\): \(.*\)/ERROR \2 \3/p' -e '/^RESULT /s/^RESULT //p' | head -n 1
-\set ON_ERROR_STOP 1
-BEGIN;
-SET LOCAL ROLE authenticated;
-SELECT set_config('request.jwt.claims', '{"sub": "$1", "role": "authenticated"}', true) IS NULL AS x \gset
-SELECT ($2)::text AS r \gset
-COMMIT;
-\echo RESULT :r
-SQL
-}
 pushm() {	# pushm SUB BATCH-MUTATIONS
 	request "$1" "kizunasync.push(batch => '{\"mutations\": [$2]}'::jsonb, last_mutation_id => NULL, schema_version => 1)"
 }
