@@ -195,7 +195,10 @@ kz_capture_entry_change(KzChange *ch, const KzTableConf *conf, const KzImage *im
 
 /*
  * Types whose values render differently whenever their bytes differ, so
- * that a byte comparison decides "changed" without rendering.
+ * that a byte comparison decides "changed" without rendering, and whose
+ * to_jsonb text no setting changes (their output functions read none, and
+ * to_jsonb writes date and timestamp in ISO 8601 whatever DateStyle says),
+ * so that rendering them needs no pinned settings.
  */
 static bool
 capture_type_renders_bytes(Oid typid)
@@ -220,6 +223,24 @@ capture_type_renders_bytes(Oid typid)
 	}
 }
 
+/* capture_pin's "not pinned yet" (kz_render_settings_begin returns >= -1) */
+#define CAPTURE_UNPINNED	(-2)
+
+/*
+ * Pin the rendering settings before the first rendering that depends on
+ * them.  Row keys (uuid, text and integer types, rowkey.c) and the types
+ * above render the same under any setting, so a write that renders only
+ * those sets no GUC at all: a GUC nest level per captured row costs a few
+ * percent of a single-row commit when a setting differs (a server whose
+ * TimeZone is not spelled 'UTC').
+ */
+static void
+capture_pin(int *level)
+{
+	if (*level == CAPTURE_UNPINNED)
+		*level = kz_render_settings_begin();
+}
+
 /*
  * Does an update change what a pull would deliver?  A column changed when
  * its bytes differ and, for types whose bytes do not decide, when its
@@ -227,7 +248,7 @@ capture_type_renders_bytes(Oid typid)
  * written as -0 over 0 is not.
  */
 static bool
-capture_row_changed(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
+capture_row_changed(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc, int *level)
 {
 	int			i;
 
@@ -260,6 +281,7 @@ capture_row_changed(HeapTuple oldtup, HeapTuple newtup, TupleDesc desc)
 		}
 		if (capture_type_renders_bytes(att->atttypid))
 			return true;
+		capture_pin(level);
 		j1 = capture_to_jsonb(d1, att->atttypid);
 		j2 = capture_to_jsonb(d2, att->atttypid);
 		if (strcmp(JsonbToCString(NULL, &j1->root, VARSIZE(j1)),
@@ -354,7 +376,9 @@ kz_capture(PG_FUNCTION_ARGS)
 
 	/* render as the writer (the current user), under the rendering settings */
 	kz_entry_trigger(trigdata->tg_trigger->tgfoid);
-	level = kz_render_settings_begin();
+	level = CAPTURE_UNPINNED;
+	if (conf->bucket_attnum != InvalidAttrNumber && !capture_type_renders_bytes(conf->bucket_type))
+		capture_pin(&level);
 	if (TRIGGER_FIRED_BY_INSERT(trigdata->tg_event))
 	{
 		kz_capture_image(conf, trigdata->tg_trigtuple, desc, &newimg);
@@ -363,7 +387,7 @@ kz_capture(PG_FUNCTION_ARGS)
 	}
 	else if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
 	{
-		if (capture_row_changed(trigdata->tg_trigtuple, trigdata->tg_newtuple, desc))
+		if (capture_row_changed(trigdata->tg_trigtuple, trigdata->tg_newtuple, desc, &level))
 		{
 			kz_capture_image(conf, trigdata->tg_trigtuple, desc, &oldimg);
 			kz_capture_image(conf, trigdata->tg_newtuple, desc, &newimg);
@@ -382,7 +406,8 @@ kz_capture(PG_FUNCTION_ARGS)
 		kz_capture_tombstone_change(&changes[n++], conf, &oldimg);
 		forget_hlc = conf->hlc;
 	}
-	kz_render_settings_end(level);
+	if (level != CAPTURE_UNPINNED)
+		kz_render_settings_end(level);
 
 	if (n == 0)
 		return PointerGetDatum(result);

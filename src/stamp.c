@@ -124,6 +124,8 @@ stamp_columns(KzBkTable *changelog, KzBkTable *tombstones, StampColumns *cl, Sta
 	cl->pk = kz_bk_column(changelog, "pk");
 	cl->bucket_value = kz_bk_column(changelog, "bucket_value");
 	cl->row_xmin = kz_bk_column(changelog, "row_xmin");
+	if (tombstones == NULL)
+		return;
 	tb->seq = kz_bk_column(tombstones, "seq");
 	tb->table_name = kz_bk_column(tombstones, "table_name");
 	tb->pk = kz_bk_column(tombstones, "pk");
@@ -247,12 +249,26 @@ stamp_prepare(const KzChange *ch, KzBkTable *cl, Relation cl_key, StampColumns *
  * The section's page: block 0 of seq_fence, an initialized empty page.  A
  * fresh install, a restore or a VACUUM that truncated the table leaves
  * none; the first writer then adds it (WAL-logged, holding no row).
+ *
+ * Asking the file's length is a system call per commit (about 1% of a
+ * single-row synced commit), so a backend remembers that it saw block 0 in
+ * the relation's smgr_targblock, which nothing else sets for seq_fence: it
+ * is the insert target of heap_insert, and seq_fence never gets a tuple.
+ * Every way block 0 can go resets it before this backend could read the
+ * page again: a truncation (VACUUM, or TRUNCATE in the creating
+ * transaction) resets it in the truncating backend and sends an smgr
+ * invalidation that others process when they next lock seq_fence, which
+ * they do before calling this (a truncation holds ACCESS EXCLUSIVE, so it
+ * cannot happen while this transaction holds its lock); a new relfilenode
+ * gives the relation a new smgr entry.
  */
 static Buffer
 stamp_section_page(Relation fence)
 {
 	Buffer		buf;
 
+	if (RelationGetSmgr(fence)->smgr_targblock == 0)
+		return ReadBuffer(fence, 0);
 	if (RelationGetNumberOfBlocks(fence) == 0)
 	{
 		LockRelationForExtension(fence, ExclusiveLock);
@@ -268,7 +284,9 @@ stamp_section_page(Relation fence)
 		}
 		UnlockRelationForExtension(fence, ExclusiveLock);
 	}
-	return ReadBuffer(fence, 0);
+	buf = ReadBuffer(fence, 0);
+	RelationGetSmgr(fence)->smgr_targblock = 0;
+	return buf;
 }
 
 int64
@@ -288,6 +306,7 @@ kz_stamp_record(const KzChange *changes, int n)
 	bool	   *tbfirst;
 	StampEntry *chunk;
 	int64		seq = 0;
+	bool		has_delete;
 	int			i,
 				end,
 				j;
@@ -302,12 +321,22 @@ kz_stamp_record(const KzChange *changes, int n)
 	fence = table_open(kz_bk_relid("seq_fence"), RowExclusiveLock);
 	section = stamp_section_page(fence);
 	kz_bk_open(&cl, "changelog");
-	kz_bk_open(&tb, "tombstones");
 	cl_key = kz_bk_index(&cl, "changelog_table_name_pk_key");
-	tb_key = kz_bk_index(&tb, "tombstones_table_name_pk_bucket_value_key");
-	stamp_columns(&cl, &tb, &clc, &tbc);
 	clfirst = stamp_first_indexes(&cl, "changelog_pkey", "changelog_bucket_idx");
-	tbfirst = stamp_first_indexes(&tb, "tombstones_pkey", "tombstones_bucket_idx");
+
+	/* tombstones and their four indexes are opened only for a delete */
+	for (i = 0; i < n && changes[i].op != 'd'; i++)
+		;
+	has_delete = i < n;
+	tb_key = NULL;
+	tbfirst = NULL;
+	if (has_delete)
+	{
+		kz_bk_open(&tb, "tombstones");
+		tb_key = kz_bk_index(&tb, "tombstones_table_name_pk_bucket_value_key");
+		tbfirst = stamp_first_indexes(&tb, "tombstones_pkey", "tombstones_bucket_idx");
+	}
+	stamp_columns(&cl, has_delete ? &tb : NULL, &clc, &tbc);
 	chunk = palloc(sizeof(StampEntry) * Min(n, KZ_STAMP_CHUNK));
 
 	for (i = 0; i < n; i = end)
@@ -347,9 +376,12 @@ kz_stamp_record(const KzChange *changes, int n)
 
 	pfree(chunk);
 	pfree(clfirst);
-	pfree(tbfirst);
 	ReleaseBuffer(section);
-	kz_bk_close(&tb);
+	if (has_delete)
+	{
+		pfree(tbfirst);
+		kz_bk_close(&tb);
+	}
 	kz_bk_close(&cl);
 	table_close(fence, NoLock);
 	relation_close(seqrel, NoLock);

@@ -127,6 +127,17 @@ UPDATE cap.slugs SET flag = false;
 SELECT kind, pk, bucket_value, snapshot FROM cap.trail() WHERE table_name = 'cap_slugs';
 SELECT kizunasync.sync_table('cap.slugs', key_columns => '{s}', bucket_column => 'n', table_name => 'cap_slugs');
 SELECT pk, bucket_value FROM kizunasync.changelog WHERE table_name = 'cap_slugs';
+-- an update that only the pinned rendering tells apart is captured whatever
+-- the session's settings (capture pins them only before such a rendering)
+CREATE TABLE cap.floats (id integer PRIMARY KEY, x float8, at timestamptz);
+INSERT INTO cap.floats VALUES (1, 0.1::float8 + 0.2::float8, '2026-01-01 00:00:00+00');
+SELECT kizunasync.sync_table('cap.floats', table_name => 'cap_floats');
+SELECT seq AS float_seq FROM kizunasync.changelog WHERE table_name = 'cap_floats' \gset
+SET extra_float_digits = -15;
+UPDATE cap.floats SET x = 0.3;
+RESET extra_float_digits;
+SELECT seq > :float_seq AS float_captured FROM kizunasync.changelog WHERE table_name = 'cap_floats';
+SELECT kizunasync.unsync_table('cap.floats');
 
 -- re-provisioning: a new key order re-keys (re-seed, 2 rows); options only do not (0)
 SELECT kizunasync.sync_table('cap.pairs', key_columns => '{a,b}', bucket_column => 'note', conflict_mode => 'hlc', table_name => 'cap_pairs');
