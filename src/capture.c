@@ -406,8 +406,7 @@ kz_capture(PG_FUNCTION_ARGS)
 		kz_capture_tombstone_change(&changes[n++], conf, &oldimg);
 		forget_hlc = conf->hlc;
 	}
-	if (level != CAPTURE_UNPINNED)
-		kz_render_settings_end(level);
+	kz_render_settings_end(level);	/* nothing to restore when unpinned */
 
 	if (n == 0)
 		return PointerGetDatum(result);
