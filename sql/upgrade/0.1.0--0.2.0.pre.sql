@@ -98,6 +98,7 @@ DECLARE
 	v record;
 	blockers pg_catalog.text[] := '{}';
 	temps pg_catalog.text[] := '{}';
+	notes pg_catalog.text[] := '{}';
 	i pg_catalog.int4;
 BEGIN
 	FOR v IN
@@ -185,8 +186,8 @@ BEGIN
 						 THEN '' ELSE '; its ' OPERATOR(pg_catalog.||) v.what END, v.needs);
 		ELSIF NOT pg_catalog.format('%s %s', v.top_type, v.top_identity) OPERATOR(pg_catalog.=) ANY (temps) THEN
 			temps := temps OPERATOR(pg_catalog.||) pg_catalog.format('%s %s', v.top_type, v.top_identity);
-			RAISE WARNING 'dropping temporary % % (owner %): % depends on %', v.top_type, v.top_identity,
-				coalesce(v.owner, '?'), v.what, v.needs;
+			notes := notes OPERATOR(pg_catalog.||) pg_catalog.format('dropping temporary %s %s (owner %s): %s depends on %s',
+				v.top_type, v.top_identity, coalesce(v.owner, '?'), v.what, v.needs);
 		END IF;
 	END LOOP;
 	IF pg_catalog.cardinality(blockers) OPERATOR(pg_catalog.>) 0 THEN
@@ -198,6 +199,7 @@ BEGIN
 	-- "type identity" of each: DROP TABLE, VIEW, FUNCTION, TYPE (a domain
 	-- too) ...; an earlier one's CASCADE may have dropped it already
 	FOR i IN 1 .. pg_catalog.cardinality(temps) LOOP
+		RAISE WARNING '%', notes[i];
 		EXECUTE pg_catalog.regexp_replace(
 			pg_catalog.regexp_replace(temps[i], '^composite type ', 'type '),
 			'^(materialized view|[a-z]+) (.*)$', 'DROP \1 IF EXISTS \2 CASCADE');
