@@ -320,16 +320,26 @@ decide_unit_body(DecideUnit *u, KzVerdict *v)
 	return NULL;
 }
 
-/* SQLSTATEs a unit turns into a verdict; anything else fails the push. */
+/*
+ * SQLSTATEs a unit turns into a verdict; anything else fails the push.
+ * A syntax error (42601) counts when a statement raised it while running,
+ * not while it was parsed (a parse error carries a position): it is what
+ * the input functions of ltree, lquery, hstore, tsquery, jsonpath and
+ * others raise for a value they refuse, where built-in types raise class 22.
+ */
 static const char *
-decide_classify_error(int sqlerrcode)
+decide_classify_error(const ErrorData *edata)
 {
+	int			sqlerrcode = edata->sqlerrcode;
+
 	if (sqlerrcode == ERRCODE_INSUFFICIENT_PRIVILEGE)
 		return KZ_R_RLS_DENIED;
 	if (ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_INTEGRITY_CONSTRAINT_VIOLATION ||
 		ERRCODE_TO_CATEGORY(sqlerrcode) == ERRCODE_DATA_EXCEPTION ||
 		sqlerrcode == ERRCODE_RAISE_EXCEPTION ||
 		sqlerrcode == ERRCODE_GENERATED_ALWAYS)
+		return KZ_R_CONSTRAINT;
+	if (sqlerrcode == ERRCODE_SYNTAX_ERROR && edata->cursorpos == 0 && edata->internalpos == 0)
 		return KZ_R_CONSTRAINT;
 	return NULL;
 }
@@ -364,7 +374,7 @@ decide_run_unit(DecideUnit *u, KzVerdict *v)
 	{
 		ErrorData  *edata = kz_subxact_catch(cxt, owner);
 
-		reason = decide_classify_error(edata->sqlerrcode);
+		reason = decide_classify_error(edata);
 		if (reason == NULL)
 			ReThrowError(edata);	/* an error of the call, never a verdict */
 		decide_log_rejection(u->ctx, reason,

@@ -9,13 +9,25 @@
  *	  domains over them included); integer and numeric columns add in
  *	  numeric, so big values stay exact; the sum is assigned back through the
  *	  column type (a fraction onto an integer rounds; overflow is class 22).
- *	  arrayUnion/arrayRemove: any array column whose element type has
- *	  equality (and, for arrayUnion, ordering), composite types of such
- *	  fields included; the values are the elements' text forms, converted
- *	  to the element type (a value it refuses is class 22).
+ *	  arrayUnion/arrayRemove: any array column whose element type has a
+ *	  default equality (the type cache's: its default btree opclass's, else
+ *	  its default hash opclass's; composite types of such fields included),
+ *	  whichever schema it lives in (ltree, hstore, citext, ...); the values
+ *	  are the elements' text forms, converted to the element type (a value
+ *	  it refuses is class 22, or 42601 from ltree's and other contrib types'
+ *	  input: a verdict, push_decide.c).  Both compare with that equality, as
+ *	  PostgreSQL's array_position and array_remove do: arrayUnion keeps the
+ *	  first of the elements it finds equal, arrayRemove drops every element
+ *	  equal to a value (on citext[] both are case-insensitive).
  *	  A non-numeric or non-array column, or an array of elements that
  *	  cannot be compared (json, xml, point, ...), is CONSTRAINT: a verdict
  *	  for that mutation, never an error of the whole push.
+ *
+ *	  Every statement here runs as the caller, outside any privileged
+ *	  section (decisions/0060): the element type's equality function, the
+ *	  element type's input function and the table's policies and triggers
+ *	  are code a non-superuser may own, and they run with the caller's
+ *	  rights only.
  *
  *-------------------------------------------------------------------------
  */
@@ -44,13 +56,20 @@ is_numeric_type(Oid t)
 }
 
 /*
- * Can arrayUnion (equality and ordering: it keeps distinct elements) or
- * arrayRemove (equality) work on the elements of array type arraytype?  A
- * composite element qualifies when all its fields do (the type cache
- * checks them).  json, xml, point and the like do not.
+ * Can arrayUnion and arrayRemove work on the elements of array type
+ * arraytype?  Both need the element type's default equality from the type
+ * cache, the one the statements below compare with: arrayRemove through
+ * array_position (TYPECACHE_EQ_OPR_FINFO), arrayUnion through GROUP BY,
+ * whose parser takes the same operator (get_sort_group_operators).  GROUP BY
+ * also needs to sort or hash the elements with it; every type with a default
+ * equality can do one or the other, except a contrived composite (one field
+ * with only btree, another with only hash equality), which PostgreSQL could
+ * not group: refused here like a type without equality, for both.  A
+ * composite element qualifies when all its fields do (the type cache checks
+ * them).  json, xml, point and the like do not.
  */
 static bool
-array_elements_comparable(Oid arraytype, bool need_order)
+array_elements_comparable(Oid arraytype)
 {
 	Oid			elem = get_element_type(arraytype);
 	TypeCacheEntry *tc;
@@ -58,7 +77,8 @@ array_elements_comparable(Oid arraytype, bool need_order)
 	if (!OidIsValid(elem))
 		return false;
 	tc = lookup_type_cache(elem, TYPECACHE_EQ_OPR | TYPECACHE_LT_OPR);
-	return OidIsValid(tc->eq_opr) && (!need_order || OidIsValid(tc->lt_opr));
+	return OidIsValid(tc->eq_opr) &&
+		(OidIsValid(tc->lt_opr) || op_hashjoinable(tc->eq_opr, elem));
 }
 
 /* The elements e of array expression %s in order o (a subquery's body). */
@@ -145,7 +165,7 @@ kz_transforms_apply(KzTableDesc *t, const KzMutationReq *m, Jsonb *mutation, Dat
 		}
 		else
 		{
-			if (!array_elements_comparable(c->basetype, x->op == KZ_TF_ARRAY_UNION))
+			if (!array_elements_comparable(c->basetype))
 				return KZ_R_CONSTRAINT;
 			types[0] = TEXTARRAYOID;
 			values[0] = PointerGetDatum(transform_values(tf));
@@ -153,19 +173,32 @@ kz_transforms_apply(KzTableDesc *t, const KzMutationReq *m, Jsonb *mutation, Dat
 			/*
 			 * The elements with their positions: unnest() in the select list
 			 * (in FROM it would expand a composite element into its fields)
-			 * beside the positions 1..n, which run in step with it.
+			 * beside the positions 1..n, which run in step with it.  Neither
+			 * statement names an equality operator: an operator is found by
+			 * name and operand types, and an extension's element type (ltree,
+			 * hstore) has none in pg_catalog, while citext would match
+			 * text's through its cast.  arrayUnion keeps the first position
+			 * of each group of equal elements (GROUP BY hashes or sorts with
+			 * the type's default equality; the first position, not the
+			 * group's value, so that the element kept is the first one, e.g.
+			 * 'Foo' of {Foo} united with "FOO"); arrayRemove drops an element
+			 * that array_position finds among the values.
 			 */
 			if (x->op == KZ_TF_ARRAY_UNION)
-				sql = psprintf("UPDATE ONLY %s AS t SET %s = (SELECT COALESCE(pg_catalog.array_agg(s.e ORDER BY s.o), '{}')"
-							   " FROM (SELECT DISTINCT ON (u.e) u.e, u.o FROM (" ELEMENTS_SQL ") u"
-							   " ORDER BY u.e, u.o) s)::%s WHERE %s",
-							   t->qualname, q,
-							   psprintf("pg_catalog.array_cat(COALESCE(t.%s, '{}'), $1::%s)", q, c->typname_sql),
-							   c->typname_sql, pred);
+			{
+				char	   *arr = psprintf("pg_catalog.array_cat(COALESCE(t.%s, '{}'), $1::%s)",
+										   q, c->typname_sql);
+
+				sql = psprintf("UPDATE ONLY %s AS t SET %s = (SELECT COALESCE(pg_catalog.array_agg(u.e ORDER BY u.o), '{}')"
+							   " FROM (" ELEMENTS_SQL ") u"
+							   " WHERE u.o OPERATOR(pg_catalog.=) ANY (SELECT pg_catalog.min(g.o)"
+							   " FROM (" ELEMENTS_SQL ") g GROUP BY g.e))::%s WHERE %s",
+							   t->qualname, q, arr, arr, c->typname_sql, pred);
+			}
 			else
 				sql = psprintf("UPDATE ONLY %s AS t SET %s = (SELECT COALESCE(pg_catalog.array_agg(u.e ORDER BY u.o), '{}')"
 							   " FROM (" ELEMENTS_SQL ") u"
-							   " WHERE NOT COALESCE(u.e OPERATOR(pg_catalog.=) ANY ($1::%s), false))::%s WHERE %s",
+							   " WHERE pg_catalog.array_position($1::%s, u.e) IS NULL)::%s WHERE %s",
 							   t->qualname, q, psprintf("COALESCE(t.%s, '{}')", q),
 							   c->typname_sql, c->typname_sql, pred);
 		}

@@ -52,9 +52,11 @@ LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION kizunasync.configure(integer, integer, integer, boolean, integer, integer, integer, integer, text, text, text) IS
   'changes deployment settings (NULL leaves one unchanged) and returns every effective setting';
 
--- Operator view: one row per synced table.
-CREATE VIEW kizunasync.status AS
-SELECT c.table_name,
+-- Operator view: one row per synced table.  CREATE OR REPLACE: an update
+-- replaces it in place, so operators' views over it stay valid (decisions/
+-- 0080); its text columns keep the default collation for that reason.
+CREATE OR REPLACE VIEW kizunasync.status AS
+SELECT c.table_name COLLATE "default" AS table_name,
 	   c.relid AS relation,
 	   c.sync_mode,
 	   c.bucket_column,

@@ -7,6 +7,207 @@
 \echo Use "ALTER EXTENSION kizunasync UPDATE TO '0.2.0'" to load this file. \quit
 
 -- ---------------------------------------------------------------------------
+-- 0. Before anything changes.
+--
+-- a. The schema: as CREATE EXTENSION refuses it (sql/src/00_schema.sql), the
+-- update refuses a schema kizunasync that a role other than a superuser owns
+-- or may create objects in, or that holds objects which are not the
+-- extension's: the library runs its privileged sections as the schema's
+-- owner (decisions/0060), and 0.1.0's install script did not check.  The
+-- hints say how to take the schema back; dropping it would drop the
+-- extension's data.
+-- ---------------------------------------------------------------------------
+DO $kz$
+DECLARE
+	v_ext pg_catalog.oid;
+	v_extowner pg_catalog.text;
+	owner_name pg_catalog.text;
+	creators pg_catalog.text;
+	strays pg_catalog.text;
+BEGIN
+	SELECT e.oid, pg_catalog.quote_ident(r.rolname) INTO v_ext, v_extowner
+	  FROM pg_catalog.pg_extension e
+	  JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) e.extowner
+	 WHERE e.extname OPERATOR(pg_catalog.=) 'kizunasync';
+	SELECT r.rolname INTO owner_name
+	  FROM pg_catalog.pg_namespace n
+	  JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) n.nspowner
+	 WHERE n.nspname OPERATOR(pg_catalog.=) 'kizunasync' AND NOT r.rolsuper;
+	IF owner_name IS NOT NULL THEN
+		RAISE EXCEPTION 'schema "kizunasync" is owned by role "%", which is not a superuser', owner_name
+			USING ERRCODE = '42P06',
+				  DETAIL = 'kizunasync runs its privileged code as the owner of its schema.  The schema existed before CREATE EXTENSION, which adopted it; nothing was updated.',
+				  HINT = pg_catalog.format('Make a superuser own it (ALTER SCHEMA kizunasync OWNER TO %s), check that no other role may create objects in it, then run ALTER EXTENSION kizunasync UPDATE again.', v_extowner);
+	END IF;
+	SELECT pg_catalog.string_agg(CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0 THEN 'PUBLIC'
+									  ELSE pg_catalog.quote_ident(r.rolname) END, ', ' ORDER BY r.rolname)
+	  INTO creators
+	  FROM pg_catalog.pg_namespace n
+	 CROSS JOIN LATERAL pg_catalog.aclexplode(n.nspacl) a
+	  LEFT JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) a.grantee
+	 WHERE n.nspname OPERATOR(pg_catalog.=) 'kizunasync'
+	   AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
+	   AND NOT coalesce(r.rolsuper, false);
+	IF creators IS NOT NULL THEN
+		RAISE EXCEPTION 'roles that are not superusers may create objects in schema "kizunasync": %', creators
+			USING ERRCODE = '42P06',
+				  DETAIL = 'Objects in the extension''s schema are found by the extension''s callers; nothing was updated.',
+				  HINT = pg_catalog.format('REVOKE CREATE ON SCHEMA kizunasync FROM %s; then run ALTER EXTENSION kizunasync UPDATE again.', creators);
+	END IF;
+	SELECT pg_catalog.string_agg(o.type OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) o.identity, ', '
+								 ORDER BY o.type, o.identity)
+	  INTO strays
+	  FROM pg_catalog.pg_depend d
+	 CROSS JOIN LATERAL pg_catalog.pg_identify_object(d.classid, d.objid, d.objsubid) o
+	 WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_namespace'::pg_catalog.regclass
+	   AND d.refobjid OPERATOR(pg_catalog.=) (SELECT n.oid FROM pg_catalog.pg_namespace n WHERE n.nspname OPERATOR(pg_catalog.=) 'kizunasync')
+	   AND d.classid OPERATOR(pg_catalog.<>) 'pg_catalog.pg_extension'::pg_catalog.regclass
+	   AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend m
+					    WHERE m.classid OPERATOR(pg_catalog.=) d.classid AND m.objid OPERATOR(pg_catalog.=) d.objid
+						  AND m.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+						  AND m.refobjid OPERATOR(pg_catalog.=) v_ext AND m.deptype OPERATOR(pg_catalog.=) 'e');
+	IF strays IS NOT NULL THEN
+		RAISE EXCEPTION 'schema "kizunasync" holds objects that are not the extension''s'
+			USING ERRCODE = '42P06',
+				  DETAIL = pg_catalog.format('Not the extension''s: %s.  Nothing was updated.', strays),
+				  HINT = 'Move them to another schema or drop them, then run ALTER EXTENSION kizunasync UPDATE again.';
+	END IF;
+END
+$kz$;
+
+-- b. Objects of other roles that depend on what the update drops or
+-- rebuilds: the helpers dropped in 1, the bookkeeping tables (columns
+-- retyped, tables rewritten in 2) and their row types.  No role but the
+-- extension owner may use any of these (no EXECUTE, no SELECT), but
+-- PostgreSQL checks those privileges when a view runs, not when it is
+-- created: a member of authenticated (USAGE on the schema) can create
+-- TEMP VIEW v AS SELECT kizunasync._key_type_ok('int4'), and the update's
+-- DROP FUNCTION or ALTER TABLE would then fail and leave the database at
+-- 0.1.0, which the library no longer serves.  So, before anything changes:
+-- such an object in a temporary schema (any session's; every role may make
+-- them) is dropped, with a WARNING naming it, as its session's end would
+-- drop it; any other (only a role with CREATE in some schema can make one)
+-- stops the update, naming each object, its owner and what it depends on.
+-- The status view is not in the list: it keeps its columns and is replaced
+-- in place (1 and sql/src/50_retention.sql), so views over it stay valid.
+-- ---------------------------------------------------------------------------
+DO $kz$
+DECLARE
+	v_ext pg_catalog.oid := (SELECT e.oid FROM pg_catalog.pg_extension e
+							  WHERE e.extname OPERATOR(pg_catalog.=) 'kizunasync');
+	v record;
+	blockers pg_catalog.text[] := '{}';
+	temps pg_catalog.text[] := '{}';
+	notes pg_catalog.text[] := '{}';
+	i pg_catalog.int4;
+BEGIN
+	FOR v IN
+		WITH changed (classid, objid) AS (
+			-- the helpers dropped in 1 (keep the two lists in step)
+			SELECT 'pg_catalog.pg_proc'::pg_catalog.regclass, f.oid
+			  FROM pg_catalog.unnest(ARRAY[
+					pg_catalog.to_regprocedure('kizunasync._capture_queue(text)'),
+					pg_catalog.to_regprocedure('kizunasync._capture_queued_op(text, text)'),
+					pg_catalog.to_regprocedure('kizunasync._drop_triggers(regclass)'),
+					pg_catalog.to_regprocedure('kizunasync._forget_table(text)'),
+					pg_catalog.to_regprocedure('kizunasync._horizon(text, integer)'),
+					pg_catalog.to_regprocedure('kizunasync._key_type_ok(regtype)'),
+					pg_catalog.to_regprocedure('kizunasync._pk_canonical(regclass, text)'),
+					pg_catalog.to_regprocedure('kizunasync._seed(regclass)')]::pg_catalog.oid[]) f (oid)
+			 WHERE f.oid IS NOT NULL
+			UNION ALL
+			SELECT x.classid, x.objid
+			  FROM pg_catalog.pg_depend m
+			  JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) m.objid
+			  JOIN pg_catalog.pg_type t ON t.oid OPERATOR(pg_catalog.=) c.reltype
+			 CROSS JOIN LATERAL (VALUES ('pg_catalog.pg_class'::pg_catalog.regclass, c.oid),
+										('pg_catalog.pg_type'::pg_catalog.regclass, c.reltype),
+										('pg_catalog.pg_type'::pg_catalog.regclass, t.typarray)) x (classid, objid)
+			 WHERE m.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+			   AND m.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+			   AND m.refobjid OPERATOR(pg_catalog.=) v_ext AND m.deptype OPERATOR(pg_catalog.=) 'e'
+			   AND c.relkind OPERATOR(pg_catalog.=) 'r'
+		), dep AS (
+			-- each dependent and the object that holds it: a view for its
+			-- rule, a table for its default, constraint, trigger or policy,
+			-- a domain for its constraint, else itself
+			SELECT d.classid, d.objid, d.objsubid, d.refclassid, d.refobjid, d.refobjsubid,
+				   CASE WHEN d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_constraint'::pg_catalog.regclass
+						 AND k.conrelid OPERATOR(pg_catalog.=) 0
+						THEN 'pg_catalog.pg_type'::pg_catalog.regclass
+						WHEN d.classid OPERATOR(pg_catalog.=) ANY (ARRAY['pg_catalog.pg_rewrite', 'pg_catalog.pg_attrdef',
+							'pg_catalog.pg_constraint', 'pg_catalog.pg_trigger', 'pg_catalog.pg_policy']::pg_catalog.regclass[])
+						THEN 'pg_catalog.pg_class'::pg_catalog.regclass
+						ELSE d.classid END AS top_classid,
+				   coalesce(w.ev_class, a.adrelid, nullif(k.conrelid, 0), k.contypid, g.tgrelid, p.polrelid, d.objid) AS top_objid
+			  FROM pg_catalog.pg_depend d
+			  JOIN changed ch ON ch.classid OPERATOR(pg_catalog.=) d.refclassid AND ch.objid OPERATOR(pg_catalog.=) d.refobjid
+			  LEFT JOIN pg_catalog.pg_rewrite w ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_rewrite'::pg_catalog.regclass
+				   AND w.oid OPERATOR(pg_catalog.=) d.objid
+			  LEFT JOIN pg_catalog.pg_attrdef a ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+				   AND a.oid OPERATOR(pg_catalog.=) d.objid
+			  LEFT JOIN pg_catalog.pg_constraint k ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_constraint'::pg_catalog.regclass
+				   AND k.oid OPERATOR(pg_catalog.=) d.objid
+			  LEFT JOIN pg_catalog.pg_trigger g ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_trigger'::pg_catalog.regclass
+				   AND g.oid OPERATOR(pg_catalog.=) d.objid
+			  LEFT JOIN pg_catalog.pg_policy p ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_policy'::pg_catalog.regclass
+				   AND p.oid OPERATOR(pg_catalog.=) d.objid
+			 WHERE d.deptype OPERATOR(pg_catalog.=) 'n'
+		)
+		SELECT t.type AS top_type, t.identity AS top_identity,
+			   (SELECT o.type OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) o.identity
+				  FROM pg_catalog.pg_identify_object(dep.classid, dep.objid, dep.objsubid) o) AS what,
+			   (SELECT o.type OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) o.identity
+				  FROM pg_catalog.pg_identify_object(dep.refclassid, dep.refobjid, dep.refobjsubid) o) AS needs,
+			   coalesce(t.schema OPERATOR(pg_catalog.~) '^pg_temp_[0-9]+$', false) AS temporary,
+			   coalesce((SELECT c.relowner FROM pg_catalog.pg_class c
+						  WHERE dep.top_classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass
+							AND c.oid OPERATOR(pg_catalog.=) dep.top_objid),
+						(SELECT y.typowner FROM pg_catalog.pg_type y
+						  WHERE dep.top_classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_type'::pg_catalog.regclass
+							AND y.oid OPERATOR(pg_catalog.=) dep.top_objid),
+						(SELECT f.proowner FROM pg_catalog.pg_proc f
+						  WHERE dep.top_classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+							AND f.oid OPERATOR(pg_catalog.=) dep.top_objid))::pg_catalog.regrole::pg_catalog.text AS owner
+		  FROM dep
+		 CROSS JOIN LATERAL pg_catalog.pg_identify_object(dep.top_classid, dep.top_objid, 0) t
+		 WHERE NOT EXISTS (SELECT 1 FROM pg_catalog.pg_depend m
+							WHERE m.classid OPERATOR(pg_catalog.=) dep.top_classid AND m.objid OPERATOR(pg_catalog.=) dep.top_objid
+							  AND m.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_extension'::pg_catalog.regclass
+							  AND m.refobjid OPERATOR(pg_catalog.=) v_ext AND m.deptype OPERATOR(pg_catalog.=) 'e')
+		 ORDER BY 2, 3, 4
+	LOOP
+		IF NOT v.temporary THEN
+			blockers := blockers OPERATOR(pg_catalog.||)
+				pg_catalog.format('%s %s (owner %s%s) depends on %s', v.top_type, v.top_identity,
+					coalesce(v.owner, '?'),
+					CASE WHEN v.what OPERATOR(pg_catalog.=) pg_catalog.format('%s %s', v.top_type, v.top_identity)
+							   OR v.what OPERATOR(pg_catalog.~~) 'rule "\_RETURN" on %'
+						 THEN '' ELSE '; its ' OPERATOR(pg_catalog.||) v.what END, v.needs);
+		ELSIF NOT pg_catalog.format('%s %s', v.top_type, v.top_identity) OPERATOR(pg_catalog.=) ANY (temps) THEN
+			temps := temps OPERATOR(pg_catalog.||) pg_catalog.format('%s %s', v.top_type, v.top_identity);
+			notes := notes OPERATOR(pg_catalog.||) pg_catalog.format('dropping temporary %s %s (owner %s): %s depends on %s',
+				v.top_type, v.top_identity, coalesce(v.owner, '?'), v.what, v.needs);
+		END IF;
+	END LOOP;
+	IF pg_catalog.cardinality(blockers) OPERATOR(pg_catalog.>) 0 THEN
+		RAISE EXCEPTION 'objects that are not the extension''s depend on objects the update drops or rebuilds'
+			USING ERRCODE = '2BP01',
+				  DETAIL = pg_catalog.array_to_string(blockers, E'\n') OPERATOR(pg_catalog.||) E'\nNothing was updated.',
+				  HINT = 'kizunasync''s internal objects are not an interface: only its owner may use them.  Drop the objects listed (or their part named), run ALTER EXTENSION kizunasync UPDATE again, then create them again if still wanted.';
+	END IF;
+	-- "type identity" of each: DROP TABLE, VIEW, FUNCTION, TYPE (a domain
+	-- too) ...; an earlier one's CASCADE may have dropped it already
+	FOR i IN 1 .. pg_catalog.cardinality(temps) LOOP
+		RAISE WARNING '%', notes[i];
+		EXECUTE pg_catalog.regexp_replace(
+			pg_catalog.regexp_replace(temps[i], '^composite type ', 'type '),
+			'^(materialized view|[a-z]+) (.*)$', 'DROP \1 IF EXISTS \2 CASCADE');
+	END LOOP;
+END
+$kz$;
+
+-- ---------------------------------------------------------------------------
 -- 1. Helpers 0.2.0 no longer has: their work moved into the library.  Every
 -- other function keeps its signature and is replaced in place below (CREATE
 -- OR REPLACE keeps its OID, so the capture triggers on synced tables and
@@ -25,9 +226,19 @@ DROP FUNCTION kizunasync._seed(regclass);
 -- (an ACL lists its grantees in the order they were granted).
 REVOKE ALL ON ALL ROUTINES IN SCHEMA kizunasync FROM authenticated, service_role;
 
--- The status view's text columns change collation, which CREATE OR REPLACE
--- VIEW cannot do: it is created again below (with its grants).
-DROP VIEW kizunasync.status;
+-- The status view is replaced in place (sql/src/50_retention.sql; CREATE OR
+-- REPLACE VIEW keeps its OID, its grants and every view over it), with the
+-- same columns: their collations stay the default one, as CREATE OR REPLACE
+-- cannot change them.  Until then it reads nothing, so that the bookkeeping
+-- columns it read can change type below.
+CREATE OR REPLACE VIEW kizunasync.status AS
+SELECT NULL::pg_catalog.text AS table_name, NULL::pg_catalog.regclass AS relation,
+	   NULL::pg_catalog.text AS sync_mode, NULL::pg_catalog.text AS bucket_column,
+	   NULL::pg_catalog.text[] AS key_columns, NULL::pg_catalog.text AS conflict_mode,
+	   NULL::pg_catalog.int8 AS changelog_entries, NULL::pg_catalog.int8 AS tombstones,
+	   NULL::pg_catalog.int8 AS reap_horizon, NULL::pg_catalog.text AS oldest_client_cursor,
+	   NULL::pg_catalog.timestamptz AS oldest_client_seen
+ WHERE false;
 
 -- ---------------------------------------------------------------------------
 -- 2. Bookkeeping tables (physical column order stays that of a fresh

@@ -14,7 +14,12 @@
 #      upgrade does); kz_t_up_pending, another copy, is not updated: the
 #      library refuses its release SQL objects when it cannot honour them
 #      safely (0.1.0's SECURITY DEFINER entry points, decisions/0060);
-#   4. ALTER EXTENSION kizunasync UPDATE in kz_t_up_old;
+#   4. ALTER EXTENSION kizunasync UPDATE in kz_t_up_old, while an
+#      operator's view over kizunasync.status exists and an ordinary LOGIN
+#      member of authenticated holds, in a session open across the update,
+#      temporary objects over an internal helper, a bookkeeping column and a
+#      bookkeeping row type (the view must survive, the temporary objects
+#      are dropped with a WARNING each; issue 29 item 7);
 #   5. kz_t_up_new: a fresh CREATE EXTENSION kizunasync (default_version);
 # then checks: the upgraded database has exactly the objects of the fresh
 # install (test/t/schema_objects.sql, a catalog listing, and pg_dump
@@ -41,6 +46,8 @@ T_NAME=upgrade
 . "$T_DIR/history.sh"
 O=$T_OUT
 OLD=kz_t_up_old REF=kz_t_up_ref PENDING=kz_t_up_pending NEW=kz_t_up_new
+# roles of the release cluster (which goes with its roles at the end)
+UP_OPER=kz_t_up_oper UP_EVE=kz_t_up_eve
 DEFAULT=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$T_ROOT/kizunasync.control")
 EXTDIR=$(pg_config --sharedir)/extension
 
@@ -206,10 +213,41 @@ for from in $releases; do
 		"$(grep -c '^ERROR:  55000: the SQL objects of extension "kizunasync" are older than its library' "$O/pending.out") $(grep -c '^HINT:  .*ALTER EXTENSION kizunasync UPDATE' "$O/pending.out")" "2 2"
 	check_same "$L: the refused calls wrote nothing" "$O/pending.before" "$O/pending.after"
 
+	# objects of other roles over the extension's, present during the update
+	# (issue 29 item 7): an operator's monitoring view over the status view
+	# (a LOGIN member of service_role with CREATE on public), and an
+	# ordinary LOGIN member of authenticated whose session, open across the
+	# update, holds temporary objects over an internal helper, a bookkeeping
+	# column and a bookkeeping row type (PostgreSQL checks EXECUTE and SELECT
+	# when a view runs, not when it is created)
+	q postgres -c "CREATE ROLE $UP_OPER LOGIN NOSUPERUSER; GRANT service_role TO $UP_OPER;
+		CREATE ROLE $UP_EVE LOGIN NOSUPERUSER; GRANT authenticated TO $UP_EVE" >/dev/null
+	q $OLD -c "GRANT CREATE ON SCHEMA public TO $UP_OPER" >/dev/null
+	psql -X -q -A -t -v ON_ERROR_STOP=1 -U $UP_OPER -d $OLD -c "CREATE VIEW public.kz_monitor AS
+		SELECT table_name, sync_mode, changelog_entries, tombstones FROM kizunasync.status" > "$O/monitor.create" 2>&1
+	monitor() { psql -X -q -A -t -U $UP_OPER -d $OLD -c "SELECT string_agg(concat_ws(' ', table_name, sync_mode, changelog_entries, tombstones), ', ' ORDER BY table_name) FROM public.kz_monitor" 2>&1; }
+	monitor > "$O/monitor.before"
+	sess_open eve $OLD $UP_EVE
+	sess_send eve "CREATE TEMP VIEW kz_probe AS SELECT kizunasync._key_type_ok('int4') AS ok;
+CREATE TEMP VIEW kz_peek AS SELECT pk FROM kizunasync.changelog;
+CREATE TEMP TABLE kz_rows (r kizunasync.changelog);"
+	sess_sync eve
+	eve_temps() { q $OLD -c "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname ~ '^pg_temp_' AND c.relowner = '$UP_EVE'::regrole AND c.relname ~ '^kz_'"; }
+	check "$L: before the update, the operator's view over kizunasync.status answers, and $UP_EVE's session holds its 3 temporary objects" \
+		"$(grep -c '^labels pull-only [0-9]* [0-9]*, notes read-write [0-9]* [0-9]*, tasks read-write [0-9]* [0-9]*$' "$O/monitor.before") $(eve_temps)" "1 3"
+
 	rc=0; q $OLD -c "ALTER EXTENSION kizunasync UPDATE" > "$O/update-$from.log" 2>&1 || rc=$?
 	check "$L: ALTER EXTENSION kizunasync UPDATE succeeds and reaches $DEFAULT" \
 		"$rc $(q $OLD -c "SELECT extversion FROM pg_extension WHERE extname = 'kizunasync'")" "0 $DEFAULT"
 	[ $rc -eq 0 ] || note "$(head -n 5 "$O/update-$from.log")"
+	monitor > "$O/monitor.after"
+	check_same "$L: the operator's view over kizunasync.status survives the update and answers the same" \
+		"$O/monitor.before" "$O/monitor.after"
+	sess_send eve "SELECT 'eve still connected';"
+	sess_sync eve
+	check "$L: the update dropped $UP_EVE's temporary objects over internal objects, naming each in a WARNING; her session lives on" \
+		"$(eve_temps) $(grep -c '^WARNING:  dropping temporary .* (owner '"$UP_EVE"')' "$O/update-$from.log") $(grep -c '^eve still connected$' "$T_OUT/sess.eve.out")" "0 3 1"
+	sess_close eve
 
 	appdb $NEW
 	q $NEW -c "SET client_min_messages = warning; CREATE EXTENSION kizunasync" >/dev/null

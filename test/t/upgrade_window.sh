@@ -17,12 +17,19 @@
 #      (a LOGIN member of service_role), library loaded or not (0.1.0's
 #      sync_table and unsync_table are executable by superusers only);
 #   d. ALTER EXTENSION kizunasync UPDATE after the hardening gives exactly
-#      the objects of a fresh install, and the attack still fails.
+#      the objects of a fresh install, and the attack still fails;
+#   e. (issue 29 item 7) the update refuses a schema kizunasync that a
+#      non-superuser created before CREATE EXTENSION (42P06, nothing
+#      changed), and succeeds after the ALTER SCHEMA its hint names;
+#   f. (issue 29 item 7) an object outside the extension, not temporary,
+#      over an internal helper the update drops makes the update refuse
+#      (2BP01) naming it; dropped, the update succeeds.
 # Attackers are ordinary LOGIN roles, each in its own session (psql -U).
 T_NAME=upgrade_window
 . "$(dirname "$0")/lib.sh"
 
 T_OWNER=${KZ_T_OWNER:-kz_t_uw_owner}
+DEFAULT=$(sed -n "s/^default_version = '\(.*\)'/\1/p" "$T_ROOT/kizunasync.control")
 EVIL=kz_t_uw_mallory
 owner_role "$T_OWNER" || bail "cannot create role $T_OWNER"
 owner_role "$EVIL" || bail "cannot create role $EVIL"
@@ -113,6 +120,49 @@ while read -r VER; do
 	check_same "$VER hardened and updated: the same objects as a fresh install" "$T_OUT/fresh.objects" "$T_OUT/upgraded.$VER.objects"
 	st=$(attack $OLD $EVIL 0 "$SCHEDULE")
 	check "$VER updated: schedule_jobs() by $EVIL escalates nothing ($st)" "$(is_super $EVIL)" f; unsuper $EVIL
+
+	# e. (issue 29 item 7) a schema kizunasync that the database owner, a
+	# non-superuser, created before CREATE EXTENSION: the release adopted
+	# it; the update refuses as CREATE EXTENSION now does, changes nothing,
+	# and after the hint's ALTER SCHEMA it updates, and the owner's
+	# provisioning works
+	SDB=kz_t_uw_schema_${VER//./_}
+	dropdb --if-exists --force $SDB >/dev/null 2>&1
+	createdb -T template0 -O "$T_OWNER" $SDB && T_DBS+=("$SDB") &&
+		q $SDB -f "$T_ROOT/test/setup/standins.sql" >/dev/null &&
+		qo $SDB -c "CREATE SCHEMA kizunasync; CREATE TABLE public.kz_items (id int PRIMARY KEY, v text)" &&
+		q $SDB -c "CREATE EXTENSION kizunasync VERSION '$VER'" >/dev/null 2>&1 ||
+		bail "cannot install $VER into a schema $T_OWNER created"
+	psql -X -q -d $SDB -v VERBOSITY=verbose -c "ALTER EXTENSION kizunasync UPDATE" > "$T_OUT/schema.$VER.out" 2>&1
+	check "$VER in a schema $T_OWNER created: the update refuses (42P06, naming the owner, hinting ALTER SCHEMA) and changes nothing" \
+		"$(grep -c '^ERROR:  42P06: schema "kizunasync" is owned by role "'"$T_OWNER"'", which is not a superuser' "$T_OUT/schema.$VER.out") $(grep -c '^HINT:  .*ALTER SCHEMA kizunasync OWNER TO' "$T_OUT/schema.$VER.out") $(q $SDB -c "SELECT extversion FROM pg_extension WHERE extname = 'kizunasync'")" \
+		"1 1 $VER"
+	q $SDB -c "ALTER SCHEMA kizunasync OWNER TO $(q $SDB -c "SELECT extowner::regrole FROM pg_extension WHERE extname = 'kizunasync'")" >/dev/null
+	rc=0; q $SDB -c "ALTER EXTENSION kizunasync UPDATE" > "$T_OUT/schema.$VER.update" 2>&1 || rc=$?
+	check "$VER in a schema $T_OWNER created, after the hint's ALTER SCHEMA: the update succeeds, $T_OWNER may not create in the schema, sync_table of its table works" \
+		"$rc $(q $SDB -c "SELECT extversion FROM pg_extension WHERE extname = 'kizunasync'") $(q $SDB -c "SELECT has_schema_privilege('$T_OWNER', 'kizunasync', 'CREATE')") $(sqlstate $SDB "$T_OWNER" "SET client_min_messages = error; SELECT kizunasync.sync_table('public.kz_items');")" \
+		"0 $DEFAULT f 00000"
+
+	# f. (issue 29 item 7) a persistent object of a role (here an operator's
+	# view) over an internal helper the update drops: the update refuses
+	# (2BP01) naming it and its owner, changes nothing; once it is dropped,
+	# the update succeeds.  (An ordinary role's temporary objects are
+	# dropped instead, and a view over kizunasync.status survives:
+	# test/t/upgrade.sh.)
+	DDB=kz_t_uw_deps_${VER//./_}
+	dropdb --if-exists --force $DDB >/dev/null 2>&1
+	createdb -T template0 -O "$T_OWNER" $DDB && T_DBS+=("$DDB") &&
+		q $DDB -f "$T_ROOT/test/setup/standins.sql" >/dev/null &&
+		q $DDB -c "CREATE EXTENSION kizunasync VERSION '$VER'" >/dev/null &&
+		q $DDB -c "CREATE VIEW public.kz_horizon AS SELECT kizunasync._horizon('0') AS h" >/dev/null ||
+		bail "cannot install $VER with a view over _horizon"
+	psql -X -q -d $DDB -v VERBOSITY=verbose -c "ALTER EXTENSION kizunasync UPDATE" > "$T_OUT/deps.$VER.out" 2>&1
+	check "$VER with a view over an internal helper: the update refuses (2BP01, naming the view, its owner and the helper) and changes nothing" \
+		"$(grep -c "^ERROR:  2BP01: objects that are not the extension's depend on objects the update drops or rebuilds" "$T_OUT/deps.$VER.out") $(grep -c '^DETAIL:  view public.kz_horizon (owner postgres) depends on function kizunasync._horizon(pg_catalog.text,integer)' "$T_OUT/deps.$VER.out") $(q $DDB -c "SELECT extversion FROM pg_extension WHERE extname = 'kizunasync'")" \
+		"1 1 $VER"
+	rc=0; q $DDB -c "DROP VIEW public.kz_horizon; ALTER EXTENSION kizunasync UPDATE" > "$T_OUT/deps.$VER.update" 2>&1 || rc=$?
+	check "$VER: once the view is dropped, the update succeeds" \
+		"$rc $(q $DDB -c "SELECT extversion FROM pg_extension WHERE extname = 'kizunasync'")" "0 $DEFAULT"
 done < "$T_OUT/versions"
 
 finish
