@@ -8,6 +8,7 @@ PKGS=(
 	postgresql-15-pgtap libtap-parser-sourcehandler-pgtap-perl
 	postgresql-15-cron
 	python3 jq
+	valgrind	# bench/write_profile: instructions per commit (callgrind)
 	clang libclang-rt-14-dev
 	debootstrap	# the pg17 lane's Debian 13 root (scripts/trixie.sh)
 )
