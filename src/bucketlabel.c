@@ -198,9 +198,9 @@ kz_label_value(const char *label, KzLabelKind kind)
 }
 
 char *
-kz_label_upgrade(const char *old, KzLabelKind kind, bool *ambiguous)
+kz_label_upgrade(const char *old, KzLabelKind kind, char **string_reading)
 {
-	*ambiguous = false;
+	*string_reading = NULL;
 	switch (kind)
 	{
 		case KZ_LABEL_STRING:
@@ -227,7 +227,7 @@ kz_label_upgrade(const char *old, KzLabelKind kind, bool *ambiguous)
 			 */
 			if (strcmp(old, "null") == 0 || !kz_json_text_valid(old))
 				return kz_label_of(label_string_value(old), kind);
-			*ambiguous = true;
+			*string_reading = kz_label_of(label_string_value(old), kind);
 			return kz_label_of(DatumGetJsonbP(DirectFunctionCall1(jsonb_in, CStringGetDatum(old))),
 							   kind);
 	}

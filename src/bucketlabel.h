@@ -68,11 +68,12 @@ extern Oid	kz_label_refused_type(Oid typid, const char **why);
 
 /*
  * The label an entry recorded by 0.1.0 or an earlier 0.2.0 build (the
- * rendering's ->> text: strings unquoted, numbers as written) has now;
- * *ambiguous is set when the old label cannot tell a string from another
- * JSON kind (kind KZ_LABEL_JSON: "1" was the string "1" or the number 1),
- * and the value is then read as JSON.
+ * rendering's ->> text: strings unquoted, numbers as written) has now.
+ * For kind KZ_LABEL_JSON such a label cannot always tell a string from
+ * another JSON kind ("1" was the string "1" or the number 1): the result
+ * is then the JSON reading, and *string_reading (else NULL) the label the
+ * string would have.
  */
-extern char *kz_label_upgrade(const char *old, KzLabelKind kind, bool *ambiguous);
+extern char *kz_label_upgrade(const char *old, KzLabelKind kind, char **string_reading);
 
 #endif							/* KZ_BUCKETLABEL_H */
