@@ -48,10 +48,10 @@
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
+#include "bucketlabel.h"
 #include "capture.h"
 #include "capture_batch.h"
 #include "identity.h"
-#include "jsonbutil.h"
 #include "rowkey.h"
 #include "spi.h"
 #include "stamp.h"
@@ -145,7 +145,7 @@ kz_capture_image(const KzTableConf *conf, HeapTuple tuple, TupleDesc desc, KzIma
 		{
 			Jsonb	   *jb = capture_to_jsonb(d, conf->bucket_type);
 
-			img->bucket = kz_jsonb_value_text(jb);
+			img->bucket = kz_label_of(jb, kz_tableconf_bucket_kind(conf));
 			img->bucket_null = (img->bucket == NULL);
 			img->bucket_json = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
 		}

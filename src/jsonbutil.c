@@ -106,16 +106,6 @@ kz_jsonb_scalar_text(JsonbValue *v)
 	return kz_jsonb_text(v);
 }
 
-char *
-kz_jsonb_value_text(Jsonb *j)
-{
-	JsonbValue	v;
-
-	if (JB_ROOT_IS_SCALAR(j) && JsonbExtractScalar(&j->root, &v))
-		return kz_jsonb_text(&v);
-	return JsonbToCString(NULL, &j->root, VARSIZE(j));
-}
-
 Jsonb *
 kz_jsonb_get(Jsonb *obj, const char *key)
 {

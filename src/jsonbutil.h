@@ -32,9 +32,6 @@ extern char *kz_jsonb_text(JsonbValue *v);
 /* kz_jsonb_text of a scalar; NULL for JSON null and containers. */
 extern char *kz_jsonb_scalar_text(JsonbValue *v);
 
-/* kz_jsonb_text of the one value a jsonb holds (to_jsonb of a value). */
-extern char *kz_jsonb_value_text(Jsonb *j);
-
 /* The value of a top-level key of an object as a jsonb, or NULL. */
 extern Jsonb *kz_jsonb_get(Jsonb *obj, const char *key);
 

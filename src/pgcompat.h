@@ -12,7 +12,9 @@
  *		pg_proc_aclcheck by object_ownercheck/object_aclcheck, which name
  *		the catalog;
  *	  - 17 moved a backend's local transaction id from MyProc->lxid into
- *		MyProc->vxid.lxid.
+ *		MyProc->vxid.lxid;
+ *	  - 17's makeJsonLexContextCstringLen takes the context to fill (NULL:
+ *		allocate one) and a size_t length.
  *	  Everything else src/ calls (SPI, the executor and utility hooks, index
  *	  and table scans, snapshots, jsonb, syscache, latches) has the same
  *	  signature in 15 and 17 (checked against both majors' headers with
@@ -28,6 +30,8 @@
 #include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_proc.h"
+#include "common/jsonapi.h"
+#include "mb/pg_wchar.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
 
@@ -77,6 +81,20 @@ kz_proc_aclcheck(Oid fn, Oid role, AclMode mode)
 #else
 	return pg_proc_aclcheck(fn, role, mode);
 #endif
+}
+
+/* Is s (NUL-terminated) one JSON text?  Never throws. */
+static inline bool
+kz_json_text_valid(const char *s)
+{
+	JsonLexContext *lex;
+
+#if PG_VERSION_NUM >= 170000
+	lex = makeJsonLexContextCstringLen(NULL, s, strlen(s), GetDatabaseEncoding(), false);
+#else
+	lex = makeJsonLexContextCstringLen((char *) s, (int) strlen(s), GetDatabaseEncoding(), false);
+#endif
+	return pg_parse_json(lex, &nullSemAction) == JSON_SUCCESS;
 }
 
 #endif							/* KZ_PGCOMPAT_H */

@@ -42,6 +42,7 @@
 #include "utils/syscache.h"
 
 #include "bookkeeping.h"
+#include "bucketlabel.h"
 #include "errors.h"
 #include "identity.h"
 #include "pgcompat.h"
@@ -333,6 +334,45 @@ provision_validate(SyncArgs *a)
 	table_close(rel, NoLock);
 }
 
+/*
+ * The bucket column's type (decisions/0013).  A value is recorded under a
+ * label of its rendering and asked for by the label of a param's
+ * rendering; a type whose rendering depends on a setting the pull and the
+ * capture do not pin (or on catalog names) could give one value two
+ * labels.  Refused when sync_table would record the rows under this
+ * column anew; a re-provisioning that keeps the table's key and bucket
+ * column (options only) warns instead, as the table keeps syncing either
+ * way.
+ */
+static void
+provision_check_bucket_type(const SyncArgs *a, bool keeps_bucket)
+{
+	AttrNumber	attnum;
+	Oid			typid;
+	Oid			culprit;
+	const char *why;
+
+	if (a->bucket_column == NULL)
+		return;
+	attnum = get_attnum(a->relid, a->bucket_column);
+	typid = get_atttype(a->relid, attnum);
+	culprit = kz_label_refused_type(typid, &why);
+	if (!OidIsValid(culprit))
+		return;
+	ereport(keeps_bucket ? WARNING : ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("bucket column \"%s\" of table \"%s\" has type %s, which no bucket column may have",
+					a->bucket_column, get_rel_name(a->relid), format_type_be(typid)),
+			 culprit == getBaseType(typid)
+			 ? errdetail("A value of type %s renders according to %s, which can differ between the writing and the pulling session, so one bucket value could be recorded under one label and asked for under another.",
+						 format_type_be(culprit), why)
+			 : errdetail("It holds values of type %s, which render according to %s, which can differ between the writing and the pulling session, so one bucket value could be recorded under one label and asked for under another.",
+						 format_type_be(culprit), why),
+			 keeps_bucket
+			 ? errhint("The table keeps syncing as before; choose another bucket column (which records every row again), or unsync it.")
+			 : errhint("Bucket by a column of another type, for example a text or numeric column generated from this one.")));
+}
+
 /* The bookkeeping rows of one table, all of them. */
 static void
 provision_forget(const char *table_name)
@@ -581,6 +621,7 @@ provision_sync_table_body(FunctionCallInfo fcinfo)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is already synced as \"%s\"", get_rel_name(a.relid), old_name),
 				 errhint("Unsync it first to change its table name.")));
+	provision_check_bucket_type(&a, exists && !reseed);
 	provision_write_config(&a, exists);
 	if (exists && strcmp(a.conflict_mode, "hlc") != 0)
 		provision_forget_hlc(a.table_name);

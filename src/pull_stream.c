@@ -16,8 +16,8 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 
+#include "bucketlabel.h"
 #include "grants.h"
-#include "jsonbutil.h"
 #include "pull_stream.h"
 #include "render.h"
 #include "spi.h"
@@ -83,7 +83,7 @@ kz_stream_init(KzPullStream *s, const KzPullTables *pt, const char *sub,
 				if (strcmp(sc->params[j].name, c->bucket_column) == 0)
 				{
 					bj = sc->params[j].value;
-					label = kz_jsonb_value_text(bj);
+					label = kz_label_of(bj, kz_tableconf_bucket_kind(c));
 				}
 			if (label == NULL)
 				continue;		/* null bucket value: matches nothing */

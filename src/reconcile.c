@@ -35,16 +35,14 @@
 #include "executor/spi.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
-#include "nodes/makefuncs.h"
 #include "utils/builtins.h"
-#include "utils/fmgroids.h"
 #include "utils/jsonb.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
 #include "bookkeeping.h"
+#include "bucketlabel.h"
 #include "capture.h"
 #include "identity.h"
 #include "reconcile.h"
@@ -165,12 +163,11 @@ repair_entry(const KzTableConf *conf, const char *pk, RepairEntry *e)
 
 /*
  * The image a tombstone of an entry needs: its key, and the bucket value it
- * recorded, rendered back from its label through the bucket column's type
- * (as the table owner).
+ * recorded, as its label gives it back (bucketlabel.h: equal under jsonb
+ * equality to the value rendered then; no type's code runs).
  */
 static void
-repair_entry_image(const KzTableConf *conf, Oid owner, const char *pk, const char *label,
-				   KzImage *img)
+repair_entry_image(const KzTableConf *conf, const char *pk, const char *label, KzImage *img)
 {
 	img->pk = pstrdup(pk);
 	img->bucket = conf->bucket_column ? (label ? pstrdup(label) : NULL) : "";
@@ -178,27 +175,9 @@ repair_entry_image(const KzTableConf *conf, Oid owner, const char *pk, const cha
 	img->bucket_json = NULL;
 	if (conf->bucket_column != NULL && label != NULL)
 	{
-		KzUserSwitch sw;
-		int			level;
-		Oid			typinput;
-		Oid			typioparam;
-		Datum		value;
-		FmgrInfo	flinfo;
-		Jsonb	   *jb;
+		Jsonb	   *jb = kz_label_value(label, kz_tableconf_bucket_kind(conf));
 
-		kz_as_restricted_begin(&sw, owner, false);
-		level = kz_render_settings_begin();
-		getTypeInputInfo(conf->bucket_type, &typinput, &typioparam);
-		value = OidInputFunctionCall(typinput, (char *) label, typioparam, -1);
-		fmgr_info(F_TO_JSONB, &flinfo);
-		flinfo.fn_expr = (Node *) makeFuncExpr(F_TO_JSONB, JSONBOID,
-											   list_make1(makeNullConst(conf->bucket_type, -1,
-																		InvalidOid)),
-											   InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
-		jb = DatumGetJsonbP(FunctionCall1(&flinfo, value));
 		img->bucket_json = JsonbToCString(NULL, &jb->root, VARSIZE(jb));
-		kz_render_settings_end(level);
-		kz_as_restricted_end(&sw);
 	}
 }
 
@@ -273,7 +252,7 @@ repair_rows(const KzTableConf *conf, Oid owner, MemoryContext row_cxt)
 				{
 					KzImage		left;
 
-					repair_entry_image(conf, owner, img.pk, e.bucket, &left);
+					repair_entry_image(conf, img.pk, e.bucket, &left);
 					kz_capture_tombstone_change(&changes[n++], conf, &left);
 				}
 				kz_capture_entry_change(&changes[n++], conf, &img, xmin);
@@ -314,7 +293,7 @@ repair_entry_orphaned(const KzTableConf *conf, Relation changelog, ItemPointer t
 
 /* Phase 2: entries whose row is gone, a chunk of keys at a time. */
 static int64
-repair_vanished(const KzTableConf *conf, Oid owner, MemoryContext row_cxt)
+repair_vanished(const KzTableConf *conf, MemoryContext row_cxt)
 {
 	char	   *after = pstrdup("");
 	int64		total = 0;
@@ -355,7 +334,7 @@ repair_vanished(const KzTableConf *conf, Oid owner, MemoryContext row_cxt)
 				KzImage		img;
 				KzChange	ch;
 
-				repair_entry_image(conf, owner, pk, label, &img);
+				repair_entry_image(conf, pk, label, &img);
 				kz_capture_tombstone_change(&ch, conf, &img);
 				kz_stamp_record(&ch, 1);
 				if (conf->hlc)
@@ -388,7 +367,7 @@ kz_reconcile_repair(const KzTableConf *conf)
 	int64		total;
 
 	total = repair_rows(conf, owner, row_cxt);
-	total += repair_vanished(conf, owner, row_cxt);
+	total += repair_vanished(conf, row_cxt);
 	MemoryContextDelete(row_cxt);
 	return total;
 }

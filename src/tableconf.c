@@ -21,6 +21,7 @@
 #include "postgres.h"
 
 #include "access/htup_details.h"
+#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
@@ -227,11 +228,16 @@ conf_load(Oid relid, const char *table_name)
 		{
 			c->bucket_attnum = conf_attnum(rel, c->table_name, c->bucket_column, "bucket");
 			c->bucket_type = get_atttype(rel, c->bucket_attnum);
+			c->bucket_kind = kz_label_kind(c->bucket_type);
+			c->bucket_kind_fixed = getBaseType(c->bucket_type) < FirstNormalObjectId ||
+				c->bucket_kind == KZ_LABEL_CONTAINER;
 		}
 		else
 		{
 			c->bucket_attnum = InvalidAttrNumber;
 			c->bucket_type = InvalidOid;
+			c->bucket_kind = KZ_LABEL_STRING;
+			c->bucket_kind_fixed = true;
 		}
 
 		keys = DatumGetArrayTypeP(SPI_getbinval(tup, desc, 5, &isnull));
@@ -316,6 +322,12 @@ kz_tableconf_by_name(const char *table_name, bool missing_ok)
 				(errcode(ERRCODE_UNDEFINED_TABLE),
 				 errmsg("table \"%s\" is not synced", table_name)));
 	return conf;
+}
+
+KzLabelKind
+kz_tableconf_bucket_kind(const KzTableConf *c)
+{
+	return c->bucket_kind_fixed ? c->bucket_kind : kz_label_kind(c->bucket_type);
 }
 
 /*

@@ -13,6 +13,8 @@
 
 #include "access/attnum.h"
 
+#include "bucketlabel.h"
+
 typedef struct KzTableConf
 {
 	char	   *table_name;		/* wire name */
@@ -32,6 +34,8 @@ typedef struct KzTableConf
 	int			min_schema_version;
 	bool		register_clients;
 	bool		wakeup;
+	KzLabelKind bucket_kind;	/* kz_label_kind(bucket_type) when loaded */
+	bool		bucket_kind_fixed;	/* a built-in or container type: cannot change */
 } KzTableConf;
 
 /*
@@ -40,5 +44,12 @@ typedef struct KzTableConf
  */
 extern KzTableConf *kz_tableconf_by_name(const char *table_name, bool missing_ok);
 extern PGDLLEXPORT KzTableConf *kz_tableconf_by_relid(Oid relid, bool missing_ok);
+
+/*
+ * The label kind of the bucket column's type: the one cached, unless the
+ * type is one whose kind a later CREATE or DROP CAST to json changes (as
+ * to_jsonb, which looks for the cast at every call).
+ */
+extern KzLabelKind kz_tableconf_bucket_kind(const KzTableConf *c);
 
 #endif							/* KZ_TABLECONF_H */

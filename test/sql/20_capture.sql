@@ -126,6 +126,7 @@ SELECT kizunasync.sync_table('cap.slugs', key_columns => '{s}', bucket_column =>
 UPDATE cap.slugs SET flag = false;
 SELECT kind, pk, bucket_value, snapshot FROM cap.trail() WHERE table_name = 'cap_slugs';
 SELECT kizunasync.sync_table('cap.slugs', key_columns => '{s}', bucket_column => 'n', table_name => 'cap_slugs');
+-- a number's label is its shortest exact decimal (1.50 is 1.5: decisions/0013)
 SELECT pk, bucket_value FROM kizunasync.changelog WHERE table_name = 'cap_slugs';
 -- an update that only the pinned rendering tells apart is captured whatever
 -- the session's settings (capture pins them only before such a rendering)

@@ -74,6 +74,95 @@ for line in sys.stdin:
     print(name, rest)'
 }
 
+# ----------------------------------------------------------- bucket labels
+# Issue 32 part 1 (decisions/0013): 0.1.0 labelled a bucket value by its
+# rendering's ->> text (numeric 1 and 1.0 two buckets; the json string "1"
+# and the number 1 one).  label_history builds, through 0.1.0, tables
+# bucketed by a numeric domain (whose CHECK logs who runs it), by jsonb and
+# by money, a device stranded by a 1 -> 1.0 move, grants and tombstones;
+# the update must relabel in place, warn, and run no domain check.
+# lab.sync(device) pulls a device to has_more = false as user a (pages of
+# 2) and prints its store.
+label_history() {
+	cat <<'SQL'
+SET client_min_messages = warning;
+CREATE SCHEMA lab;
+GRANT USAGE ON SCHEMA lab TO authenticated;
+-- the domain's CHECK counts its runs in a sequence (a dump restores its
+-- value after the data, whose load runs the CHECK again)
+CREATE SEQUENCE lab.checks;
+GRANT USAGE ON SEQUENCE lab.checks TO PUBLIC;
+CREATE FUNCTION lab.seen() RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN PERFORM nextval('lab.checks'); RETURN true; END $$;
+CREATE DOMAIN lab.amount AS numeric CHECK (lab.seen());
+CREATE TABLE lab.n (id int PRIMARY KEY, grp lab.amount, v text);
+CREATE TABLE lab.j (id int PRIMARY KEY, g jsonb);
+CREATE TABLE lab.m (id int PRIMARY KEY, g money);
+CREATE TABLE lab.devices (name text PRIMARY KEY, buckets jsonb NOT NULL, cursor text NOT NULL DEFAULT '0');
+CREATE TABLE lab.store (device text, pk text, row jsonb, PRIMARY KEY (device, pk));
+DO $$
+DECLARE t text;
+BEGIN
+	FOREACH t IN ARRAY '{lab.n,lab.j,lab.m}'::text[] LOOP
+		EXECUTE format('ALTER TABLE %s ENABLE ROW LEVEL SECURITY', t);
+		EXECUTE format('CREATE POLICY everyone ON %s USING (true)', t);
+		EXECUTE format('GRANT SELECT ON %s TO authenticated', t);
+	END LOOP;
+END $$;
+CREATE FUNCTION lab.sync(d text, b text DEFAULT NULL) RETURNS text LANGUAGE plpgsql AS $$
+DECLARE
+	c text;
+	p jsonb;
+	x jsonb;
+	pages int := 0;
+BEGIN
+	IF b IS NOT NULL THEN
+		INSERT INTO lab.devices (name, buckets) VALUES (d, b::jsonb);
+	END IF;
+	SELECT buckets::text, cursor INTO b, c FROM lab.devices WHERE name = d;
+	LOOP
+		SET LOCAL ROLE authenticated;
+		PERFORM set_config('request.jwt.claims', '{"sub": "00000000-0000-4000-8000-a10000000001", "role": "authenticated"}', true);
+		p := kizunasync.pull(b::jsonb, c, 1, 2);
+		RESET ROLE;
+		IF p ->> 'signal' IS NOT NULL THEN
+			RETURN format('%s: signal %s', d, p ->> 'signal');
+		END IF;
+		FOR x IN SELECT * FROM jsonb_array_elements(p -> 'rows') LOOP
+			INSERT INTO lab.store VALUES (d, x ->> 'pk', x -> 'row') ON CONFLICT (device, pk) DO UPDATE SET row = EXCLUDED.row;
+		END LOOP;
+		FOR x IN SELECT * FROM jsonb_array_elements(p -> 'tombstones') LOOP
+			DELETE FROM lab.store WHERE device = d AND pk = x ->> 'pk';
+		END LOOP;
+		c := p ->> 'cursor';
+		pages := pages + 1;
+		EXIT WHEN NOT (p ->> 'has_more')::boolean OR pages > 20;
+	END LOOP;
+	UPDATE lab.devices SET cursor = c WHERE name = d;
+	RETURN format('%s: %s', d, coalesce((SELECT string_agg(format('%s=%s', pk, row), ' ' ORDER BY pk)
+										   FROM lab.store WHERE device = d), '(nothing)'));
+END $$;
+INSERT INTO lab.n VALUES (1, 1, 'a'), (2, 2.50, 'b'), (3, 3, 'c');
+INSERT INTO lab.j VALUES (1, '"acme"'), (2, '1'), (3, '1.0'), (4, '"42"'), (5, '{"a": 1.0}'), (6, '"7"');
+INSERT INTO lab.m VALUES (1, 1);
+SELECT kizunasync.sync_table('lab.n', bucket_column => 'grp', table_name => 'lab_n') IS NOT NULL AS synced \gset
+SELECT kizunasync.sync_table('lab.j', bucket_column => 'g', table_name => 'lab_j') IS NOT NULL AS synced \gset
+SELECT kizunasync.sync_table('lab.m', bucket_column => 'g', table_name => 'lab_m') IS NOT NULL AS synced \gset
+SELECT lab.sync('ln', '[{"table": "lab_n", "params": {"grp": 1}}, {"table": "lab_n", "params": {"grp": "2.50"}}]');
+SELECT lab.sync('lj', '[{"table": "lab_j", "params": {"g": "\"7\""}}, {"table": "lab_j", "params": {"g": "\"acme\""}}]');
+-- 0.1.0 strands row 1 of device ln: 1 -> 1.0 is a move to label "1.0"
+UPDATE lab.n SET grp = 1.0 WHERE id = 1;
+UPDATE lab.n SET v = 'a2' WHERE id = 1;
+SELECT lab.sync('ln');
+DELETE FROM lab.j WHERE id = 6;
+SQL
+}
+label_rows() {
+	q "$1" -c "SELECT 'entry ' || table_name || ' ' || pk || ' ' || coalesce(bucket_value, '<null>') FROM kizunasync.changelog WHERE table_name LIKE 'lab\_%'
+		UNION ALL SELECT 'tombstone ' || table_name || ' ' || pk || ' ' || bucket_value FROM kizunasync.tombstones WHERE table_name LIKE 'lab\_%'
+		UNION ALL SELECT 'grant ' || table_name || ' ' || bucket_value FROM kizunasync.bucket_grants WHERE table_name LIKE 'lab\_%' ORDER BY 1"
+}
+
 # ---------------------------------------------------------------- releases
 check "the frozen release scripts are byte-identical to what was released (test/t/released.sha256)" \
 	"$(cd "$T_ROOT" && sha256sum -c --quiet test/t/released.sha256 2>&1)" ""
@@ -184,6 +273,15 @@ for from in $releases; do
 		continue
 	fi
 	ok "$L: the history builds on $from ($(q $OLD -c "SELECT count(*) FROM kzt.calls") requests)"
+	label_history > "$O/labels-$from.sql"
+	if ! q $OLD -f "$O/labels-$from.sql" > "$O/labels-$from.out" 2>&1; then
+		notok "$L: the bucket-label history builds on $from" "$(grep -m 3 'ERROR\|FATAL' "$O/labels-$from.out")"
+		continue
+	fi
+	check "$L: on $from, 1 -> 1.0 strands the row: device ln keeps v = a (issue 32)" \
+		"$(grep -c '^ln: 1={"v": "a", "id": 1, "grp": 1} 2=' "$O/labels-$from.out")" 2
+	label_rows $OLD > "$O/labels.before"
+	checks_before=$(q $OLD -c "SELECT last_value FROM lab.checks")
 	contents $OLD kizunasync > "$O/before.bookkeeping"
 	for twin in $REF $PENDING; do
 		dropdb --if-exists --force $twin >/dev/null 2>&1
@@ -264,10 +362,11 @@ CREATE TEMP TABLE kz_rows (r kizunasync.changelog);"
 	# nothing lost by the update itself (settings and the horizon are
 	# compared by effect: their rows may legitimately be normalized)
 	contents $OLD kizunasync > "$O/after.bookkeeping"
-	grep -v '^kizunasync.settings \|^kizunasync.reap_state ' "$O/before.bookkeeping" > "$O/before.bookkeeping.kept"
+	# (the bucket-label tables' labels change: checked below)
+	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|"table_name": "lab_' "$O/before.bookkeeping" > "$O/before.bookkeeping.kept"
 	# verdicts.rejected is new in 0.2.0 (decisions/0033): generated from
 	# the verdict, checked below, compared without it
-	grep -v '^kizunasync.settings \|^kizunasync.reap_state ' "$O/after.bookkeeping" |
+	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|"table_name": "lab_' "$O/after.bookkeeping" |
 		sed '/^kizunasync.verdicts /s/"rejected": \(true\|false\), //' > "$O/after.bookkeeping.kept"
 	check_same "$L: the update keeps every bookkeeping row and sequence (settings and reap_state aside)" \
 		"$O/before.bookkeeping.kept" "$O/after.bookkeeping.kept"
@@ -282,6 +381,21 @@ CREATE TEMP TABLE kz_rows (r kizunasync.changelog);"
 		"$(q $OLD -c "SELECT kizunasync.configure(max_pull_scan => 4500) ->> 'max_pull_scan'" 2>&1 | head -n 1) $(q $OLD -c "SELECT kizunasync.configure(max_pull_scan => 5000) ->> 'max_pull_scan'" 2>&1 | head -n 1)" \
 		"4500 5000"
 
+	# bucket labels: canonical, in place, the update's warnings, no domain check
+	label_rows $OLD > "$O/labels.after"
+	check "$L: the update relabels the bookkeeping of the bucket-label tables in place (- $from, + $DEFAULT; the string reading of grant 7 added)" \
+		"$(LC_ALL=C comm -23 <(LC_ALL=C sort "$O/labels.before") <(LC_ALL=C sort "$O/labels.after") | sed 's/^/- /'
+		   LC_ALL=C comm -13 <(LC_ALL=C sort "$O/labels.before") <(LC_ALL=C sort "$O/labels.after") | sed 's/^/+ /')" \
+		"$(printf '%s\n' '- entry lab_j 1 acme' '- entry lab_j 3 1.0' '- entry lab_j 5 {"a": 1.0}' '- entry lab_n 1 1.0' \
+			'- entry lab_n 2 2.50' '- grant lab_j acme' '- grant lab_n 2.50' '- tombstone lab_j 6 7' \
+			'+ entry lab_j 1 "acme"' '+ entry lab_j 3 1' '+ entry lab_j 5 {"a": 1}' '+ entry lab_n 1 1' '+ entry lab_n 2 2.5' \
+			'+ grant lab_j "7"' '+ grant lab_j "acme"' '+ grant lab_n 2.5' '+ tombstone lab_j 6 "7"')"
+	check "$L: the update warns: lab_n recorded one value under two labels; lab_j too, and some of its labels were ambiguous; lab_m is bucketed by money" \
+		"$(grep -c 'WARNING:  synced table "lab_n" recorded one bucket value under more than one label' "$O/update-$from.log") $(grep -c 'WARNING:  synced table "lab_j" recorded one bucket value under more than one label' "$O/update-$from.log") $(grep -c 'WARNING:  some bucket labels of synced table "lab_j" could not tell a string' "$O/update-$from.log") $(grep -c 'WARNING:  synced table "lab_m" is bucketed by column "g" of type money' "$O/update-$from.log")" \
+		"1 1 1 1"
+	check "$L: the update ran no domain check (the writes of the history did: $checks_before)" \
+		"$(q $OLD -c "SELECT last_value FROM lab.checks")" "$checks_before"
+
 	# devices continue as they would have on the release library; A4, a
 	# paused bootstrap of a registered client, is expired by the update
 	# (0.1.0's registry does not know when its bootstrap began, and a reap
@@ -290,6 +404,23 @@ CREATE TEMP TABLE kz_rows (r kizunasync.changelog);"
 	continue_steps $OLD
 	continue_checks "$L" $REF "release $from's library" $OLD
 	T_EXPIRED=
+
+	# bucket labels, after the devices above (these writes move the
+	# global high-water their cursors are compared by)
+	cat > "$O/labels-after.sql" <<'SQL'
+SELECT lab.sync('fresh', '[{"table": "lab_n", "params": {"grp": 1}}, {"table": "lab_n", "params": {"grp": "2.5"}}]');
+UPDATE lab.n SET v = 'a3' WHERE id = 1;
+INSERT INTO lab.n VALUES (4, 1.000, 'd');
+SELECT lab.sync('ln');
+SELECT lab.sync('lj');
+SELECT lab.sync('j42', '[{"table": "lab_j", "params": {"g": "\"42\""}}]');
+SELECT kizunasync.repair_table('lab.j') AS repaired \gset
+SELECT lab.sync('j42');
+SQL
+	q $OLD -f "$O/labels-after.sql" > "$O/labels-after.out" 2>&1
+	check "$L: after the update, a bootstrap of {\"grp\": 1} and {\"grp\": \"2.5\"} gets rows 1 and 2; device ln continues from its 0.1.0 cursor (v = a3, the new row 1.000); lj receives the tombstone of the string \"7\" (its grant of label 7 covers it); a jsonb string \"42\" read as the number 42 is found again after repair_table" \
+		"$(tr '\n' ';' < "$O/labels-after.out")" \
+		'fresh: 1={"v": "a2", "id": 1, "grp": 1.0} 2={"v": "b", "id": 2, "grp": 2.50};ln: 1={"v": "a3", "id": 1, "grp": 1.0} 2={"v": "b", "id": 2, "grp": 2.50} 4={"v": "d", "id": 4, "grp": 1.000};lj: 1={"g": "acme", "id": 1};j42: (nothing);j42: 4={"g": "42", "id": 4};'
 
 	# the upgraded database round-trips through a strict dump/restore
 	newdb kz_t_up_restored
