@@ -184,6 +184,13 @@ lane_stress() {
 			fail=$((fail + 1))
 		fi
 	done
+	# what each device holds against what its user may SELECT, with
+	# visibility changes and the remedy (issue 32; seeds printed, --seed replays)
+	if python3 test/tools/vis_fuzz.py --seeds "${KZ_VIS_SEEDS:-5}"; then
+		ok=$((ok + 1))
+	else
+		fail=$((fail + 1))
+	fi
 	echo "stress $ok $fail 0" >> "$RESULTS"
 }
 

@@ -102,6 +102,8 @@ typedef struct PullPage
 	int64		drawn;			/* the sequence's last value the attempt saw */
 	bool		behind;			/* a standby that has not replayed the cursor */
 	bool		progress;
+	const KzPullSource *hidden_ungranted;	/* a withheld change of a pair
+											 * without a grant (standby check) */
 } PullPage;
 
 /* ------------------------------------------------------------ the request */
@@ -285,16 +287,26 @@ pull_quote(const char *s)
 
 /*
  * On a standby, a pair without a grant (as far as the standby has
- * replayed) whose tombstones lie in the page's range: the primary may hold
- * a grant the standby has not replayed yet, and then the page would carry
- * them.
+ * replayed) whose tombstones lie in the page's range, or a change of which
+ * the page withheld (hidden: its row is out of the caller's sight): the
+ * primary may hold a grant the standby has not replayed yet, and then the
+ * page would carry them (decisions/0024, "Visibility").
  */
 static void
 pull_standby_grant_check(const KzPullStream *s, int64 lo, int64 hi, const int64 *holes,
-						 int nholes)
+						 int nholes, const KzPullSource *hidden)
 {
 	const KzPullSource *src = kz_stream_ungranted_tombstones(s, lo, hi, holes, nholes);
 
+	if (src == NULL && hidden != NULL)
+		pull_needs_primary("a standby cannot answer this pull",
+						   psprintf("A change in table %s, bucket value %s, lies in the page's range, "
+									"the caller may not see its row, and this standby holds no grant "
+									"of the caller for that bucket value: it cannot tell a grant it has "
+									"not replayed yet (the change would be a deletion for the caller) "
+									"from none.",
+									pull_quote(hidden->table->conf->table_name),
+									pull_quote(hidden->label)));
 	if (src != NULL)
 		pull_needs_primary("a standby cannot answer this pull",
 						   psprintf("Deletions in table %s, bucket value %s, lie in the page's range, "
@@ -319,6 +331,7 @@ pull_walk(PullCall *pc, KzPullStream *s, PullPage *pg, bool *capped, bool *more)
 	int			entries = 0;
 	int64		last_scanned = 0;
 	int64		last_seq = 0;
+	TimestampTz gone_at = GetCurrentTransactionStartTimestamp();
 	int			i;
 
 	*capped = *more = false;
@@ -336,6 +349,7 @@ pull_walk(PullCall *pc, KzPullStream *s, PullPage *pg, bool *capped, bool *more)
 			KzCandidate *c = &batch[i];
 			KzPageEntry *e;
 			bool		in_scope;
+			bool		tomb = c->src->tombstones;
 
 			if (scanned >= pc->settings.max_pull_scan)
 			{
@@ -347,21 +361,36 @@ pull_walk(PullCall *pc, KzPullStream *s, PullPage *pg, bool *capped, bool *more)
 			if (c->own)
 				continue;		/* ours: a hole until we commit */
 			in_scope = kz_stream_in_scope(&pc->pt, c);
-			if (c->src->tombstones ? in_scope : !in_scope)
-				continue;		/* withheld */
+			if (tomb ? in_scope : !in_scope)
+			{
+				if (tomb || !c->src->granted)
+				{
+					/* withheld */
+					if (!tomb && pg->hidden_ungranted == NULL)
+						pg->hidden_ungranted = c->src;
+					continue;
+				}
+
+				/*
+				 * A change of the pair the caller holds the grant of, to a
+				 * row it may no longer see: a tombstone for this caller, as
+				 * of this pull (decisions/0024, "Visibility").
+				 */
+				tomb = true;
+			}
 			if (++entries > pc->limit)
 			{
 				*more = true;
 				break;
 			}
 			last_seq = c->seq;
-			e = c->src->tombstones ? &pg->tombs[pg->ntombs++] : &pg->rows[pg->nrows];
+			e = tomb ? &pg->tombs[pg->ntombs++] : &pg->rows[pg->nrows];
 			e->seq = c->seq;
 			e->table_name = c->src->table->conf->table_name;
 			e->pk = c->pk;
-			e->row = c->src->tombstones ? NULL : c->row;
-			e->deleted_at = c->deleted_at;
-			if (!c->src->tombstones)
+			e->row = tomb ? NULL : c->row;
+			e->deleted_at = c->src->tombstones ? c->deleted_at : gone_at;
+			if (!tomb)
 			{
 				pg->row_grants[pg->nrows] = c->src->granted ? NULL : c->src->label;
 				pg->row_journaled[pg->nrows] = c->src->table->conf->conflict_journal;
@@ -469,7 +498,8 @@ pull_attempt(PullCall *pc, Snapshot snap, PullPage *pg)
 		pos = Max(kz_horizon_highest_visible(cur->high_water, L, snap), rs.reaped_seq);
 	}
 	if (RecoveryInProgress() && pc->sub != NULL)
-		pull_standby_grant_check(&s, cur->high_water, Max(L, cur->high_water), gone, ngone);
+		pull_standby_grant_check(&s, cur->high_water, Max(L, cur->high_water), gone, ngone,
+								 pg->hidden_ungranted);
 	npairs = kz_stream_pairs(&s, &pairs);
 	kz_horizon_settle(cur->high_water, pos, pending, npending, pairs, npairs, snap,
 					  KZ_CURSOR_MAX_HOLES, &hz);

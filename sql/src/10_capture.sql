@@ -52,3 +52,12 @@ COMMENT ON FUNCTION kizunasync.repair_table(regclass) IS
 -- event trigger is in sql/src/90_triggers.sql).
 CREATE OR REPLACE FUNCTION kizunasync._on_sql_drop() RETURNS event_trigger
 	AS 'MODULE_PATHNAME', 'kz_on_sql_drop' LANGUAGE C;
+
+-- Writes a bucket's entries again, so that its rows reach every device of
+-- the bucket after a change of what callers may see that no write to the
+-- rows recorded (decisions/0093).
+CREATE OR REPLACE FUNCTION kizunasync.resync_bucket(tbl regclass, bucket jsonb DEFAULT '{}')
+RETURNS bigint
+AS 'MODULE_PATHNAME', 'kz_resync_bucket' LANGUAGE C VOLATILE STRICT;
+COMMENT ON FUNCTION kizunasync.resync_bucket(regclass, jsonb) IS
+	'writes the changelog entries of one bucket of a synced table the caller owns again, after a visibility change no write recorded; returns the number of entries written';

@@ -30,6 +30,7 @@ GRANT EXECUTE ON FUNCTION
 	kizunasync.sync_table(regclass, text, text, text[], text, boolean, text, integer, integer, boolean, boolean, text),
 	kizunasync.unsync_table(regclass),
 	kizunasync.repair_table(regclass),
+	kizunasync.resync_bucket(regclass, jsonb),
 	kizunasync.configure(integer, integer, integer, boolean, integer, integer, integer, integer, text, text, text)
 	TO pg_database_owner;
 GRANT SELECT ON kizunasync.status TO service_role, pg_database_owner;

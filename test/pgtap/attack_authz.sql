@@ -325,7 +325,7 @@ SELECT p.oid::regprocedure::text AS sig, r.role,
 			(SELECT coalesce(string_agg(quote_literal(CASE format_type(t, NULL)
 						WHEN 'regclass' THEN 'public.atk_notes' WHEN 'regtype' THEN 'uuid'
 						WHEN 'text[]' THEN '{id}' WHEN 'bigint[]' THEN '{}' WHEN 'boolean' THEN 'false'
-						WHEN 'integer' THEN '1' WHEN 'bigint' THEN '1' ELSE 'atk_notes' END)
+						WHEN 'integer' THEN '1' WHEN 'bigint' THEN '1' WHEN 'jsonb' THEN '{}' ELSE 'atk_notes' END)
 					|| '::' || format_type(t, NULL), ', ' ORDER BY o), '')
 			   FROM unnest(p.proargtypes::oid[]) WITH ORDINALITY AS a(t, o)))) AS outcome
   FROM pg_proc p, (VALUES ('authenticated'), ('anon')) r(role)

@@ -18,6 +18,10 @@ primary can answer it.
       in the page's range: KZL03, not a page that passes the tombstone
   C6  a registered client: its bootstrap (recorded on the primary) and its
       delta pulls run on the standby, the registry untouched
+  C7  the same as C5 for a change the caller may not see (its row hidden by
+      RLS; a tombstone for a grant holder since issue 32): KZL03, not a
+      page that passes it; once the grant is replayed, the standby's page
+      is the primary's (the tombstone)
 
 On the code before issue 15 every pull on the standby fails with 55000
 (ShareLock during recovery).  Needs the cluster (PG* environment) and the
@@ -35,10 +39,12 @@ from replib import (Failed, Session, SqlError, Tap, fresh_db, one, psql, pull,  
 DB = "kz_replica_checks"
 UA = "00000000-0000-4000-8000-a10000000161"
 UB = "00000000-0000-4000-8000-a10000000162"
+UC = "00000000-0000-4000-8000-a10000000163"
 CLIENT = "00000000-0000-4000-8000-c10000000161"
 B1 = [{"table": "items", "params": {"owner": 1}}]
 B2 = [{"table": "items", "params": {"owner": 2}}]
 NOTES = [{"table": "notes"}]
+V1 = [{"table": "vis", "params": {"owner": 1}}]
 SETUP = """
 CREATE EXTENSION kizunasync;
 CREATE EXTENSION kizunasync_test;
@@ -51,6 +57,12 @@ CREATE TABLE notes (id integer PRIMARY KEY, v text);
 GRANT SELECT ON notes TO authenticated;
 INSERT INTO notes VALUES (1, 'one');
 SELECT kizunasync.sync_table('notes', register_clients => true, wakeup => false);
+CREATE TABLE vis (id integer PRIMARY KEY, owner integer NOT NULL, hidden boolean NOT NULL DEFAULT false);
+ALTER TABLE vis ENABLE ROW LEVEL SECURITY;
+CREATE POLICY shown ON vis FOR SELECT TO authenticated USING (NOT hidden);
+GRANT SELECT ON vis TO authenticated;
+INSERT INTO vis SELECT g, 1, false FROM generate_series(1, 4) g;
+SELECT kizunasync.sync_table('vis', bucket_column => 'owner', wakeup => false);
 SELECT kizunasync.configure(pull_wait_ms => 0) IS NOT NULL;
 """
 
@@ -243,6 +255,38 @@ def c5_unreplayed_grant(tap):
     tap.same(entries(p), ["-5"], "C5 the retry on the primary delivers the tombstone")
 
 
+def c7_unreplayed_grant_hidden(tap):
+    # user c pulls bucket 1 of vis for the first time on the primary, in a
+    # transaction that commits (with the grant) only after row 3 of it was
+    # hidden from every caller (RLS) by a write above the page's cursor
+    import json
+    first = Session(DB)
+    try:
+        first.query("SET ROLE authenticated;")
+        out = first.query("BEGIN; SELECT set_config('request.jwt.claims', '{\"sub\": \"%s\", \"role\": \"authenticated\"}', true) IS NULL;"
+                          " SELECT 'P|' || kizunasync.pull('%s', '0', 1)::text;" % (UC, json.dumps(V1)))
+        page = json.loads([ln for ln in out if ln.startswith("P|")][0][2:])
+        c = page["cursor"]
+        psql(DB, "UPDATE vis SET hidden = true WHERE id = 3")
+        wait_replayed(DB)
+        replay_pause(True)
+        first.query("COMMIT;")
+    finally:
+        first.close()
+    try:
+        grants = one(DB, "SELECT count(*) FROM kizunasync.bucket_grants WHERE user_id = '%s'" % UC)
+        err = error_of(lambda: sb(UC, V1, c))
+        tap.ok(grants == "1" and err is not None and err[0] == "KZL03",
+               "C7 a grant the standby has not replayed and a change the caller may not see in range: KZL03", err)
+    finally:
+        replay_pause(False)
+    p = rw(UC, V1, c)
+    tap.same(entries(p), ["-3"], "C7 the retry on the primary delivers the change as a tombstone")
+    wait_replayed(DB)
+    q = sb(UC, V1, c)
+    tap.same(entries(q), ["-3"], "C7 once the grant is replayed, the standby answers the same page")
+
+
 def c6_registry(tap):
     first = rw(UA, NOTES, "0", client_id=CLIENT)
     wait_replayed(DB)
@@ -262,7 +306,7 @@ def main():
     try:
         fresh_db(DB, SETUP)
         for check in (c1_signals, c2_long_poll, c3_behind, c4_unreplayed_hole, c5_unreplayed_grant,
-                      c6_registry):
+                      c6_registry, c7_unreplayed_grant_hidden):
             try:
                 check(tap)
             except (Failed, SqlError) as e:

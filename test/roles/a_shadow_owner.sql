@@ -2,12 +2,12 @@
 -- owner, through the provisioning and operator functions 0060 gives it.
 -- db: kz_roles_a_owned
 -- owner: kz_r_a_dbo
--- plan: 12
+-- plan: 13
 --
 -- kz_r_a_dbo owns the database and its table public.o_t.  In a first
 -- session it creates the table (before any shadow exists); in a second one
 -- it plants every shadow (gen_names.py) and calls sync_table, the status
--- view, configure, repair_table, the retention functions, schedule_jobs and
+-- view, configure, repair_table, resync_bucket, the retention functions, schedule_jobs and
 -- unsync_table: each must work (decisions/0060, "Who may do what"), and
 -- none may run its code as a superuser or the extension owner.  One session
 -- for all calls: there is one database owner.
@@ -34,6 +34,9 @@ SELECT kzt.expect(:'SQLSTATE', '00000', 'A dbo: configure(max_pull_limit => 900)
 SET kzt.action = 'dbo repair_table';
 SELECT kizunasync.repair_table('public.o_t') AS n \gset
 SELECT kzt.expect(:'SQLSTATE', '00000', 'A dbo: repair_table of its own table succeeds', :'LAST_ERROR_MESSAGE');
+SET kzt.action = 'dbo resync_bucket';
+SELECT kizunasync.resync_bucket('public.o_t', '{"owner_id": "00000000-0000-4000-8000-0000000000a1"}') AS n \gset
+SELECT kzt.expect(:'SQLSTATE', '00000', 'A dbo: resync_bucket of its own table succeeds', :'LAST_ERROR_MESSAGE');
 SET kzt.action = 'dbo reap_tombstones';
 SELECT kizunasync.reap_tombstones() IS NOT NULL AS done \gset
 SELECT kzt.expect(:'SQLSTATE', '00000', 'A dbo: reap_tombstones() succeeds', :'LAST_ERROR_MESSAGE');

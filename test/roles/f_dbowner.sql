@@ -1,13 +1,13 @@
 -- F. A non-superuser database owner runs the extension; nobody else can.
 -- db: kz_roles_owned
 -- owner: kz_dbowner
--- plan: 43
+-- plan: 48
 --
 -- Supabase's "postgres" is not a superuser but owns the database.  The
 -- runner made kz_dbowner (LOGIN NOSUPERUSER) the owner of kz_roles_owned and
 -- installed the stand-ins and the extension there as postgres.  Per
 -- decisions/0060 (pg_database_owner): in its own session kz_dbowner can
--- provision (sync_table, unsync_table, repair_table) the tables it owns,
+-- provision (sync_table, unsync_table, repair_table, resync_bucket) the tables it owns,
 -- read kizunasync.status, configure the settings and run the retention
 -- functions and schedule_jobs; it cannot provision another role's table
 -- (42501) nor touch a bookkeeping table directly (42501).  An ordinary role
@@ -73,6 +73,10 @@ SELECT kzt.expect(:'SQLSTATE', '00000', 'F dbowner: schedule_jobs()', :'LAST_ERR
 SELECT kizunasync.repair_table('public.t') AS n \gset
 SELECT kzt.expect(:'SQLSTATE', '00000', 'F dbowner: repair_table of its own table', :'LAST_ERROR_MESSAGE');
 SELECT kzt.ok(nullif(:'n', '') IS NOT NULL, 'F dbowner: repair_table returns a count', 'got ' || coalesce(nullif(:'n', ''), 'nothing'));
+\set n ''
+SELECT kizunasync.resync_bucket('public.t', '{"owner_id": "00000000-0000-4000-8000-0000000000f1"}') AS n \gset
+SELECT kzt.expect(:'SQLSTATE', '00000', 'F dbowner: resync_bucket of its own table', :'LAST_ERROR_MESSAGE');
+SELECT kzt.is(nullif(:'n', ''), '1', 'F dbowner: resync_bucket writes the bucket''s 1 entry again');
 -- what it cannot do
 SELECT kizunasync.sync_table('public.t_other') AS n \gset
 SELECT kzt.expect(:'SQLSTATE', '42501', 'F dbowner: sync_table of another role''s table is refused (42501)', :'LAST_ERROR_MESSAGE');
@@ -80,6 +84,8 @@ SELECT kizunasync.unsync_table('public.t_other_synced') IS NULL AS done \gset
 SELECT kzt.expect(:'SQLSTATE', '42501', 'F dbowner: unsync_table of another role''s synced table is refused (42501)', :'LAST_ERROR_MESSAGE');
 SELECT kizunasync.repair_table('public.t_other_synced') AS n \gset
 SELECT kzt.expect(:'SQLSTATE', '42501', 'F dbowner: repair_table of another role''s synced table is refused (42501)', :'LAST_ERROR_MESSAGE');
+SELECT kizunasync.resync_bucket('public.t_other_synced', '{}') AS n \gset
+SELECT kzt.expect(:'SQLSTATE', '42501', 'F dbowner: resync_bucket of another role''s synced table is refused (42501)', :'LAST_ERROR_MESSAGE');
 -- every bookkeeping relation, directly
 SELECT kzt.ok(bool_and(st = '42501'), format('F dbowner: %s of every bookkeeping table directly is refused (42501)', op),
 		string_agg(format('%s: %s', rel, st), ', ') FILTER (WHERE st <> '42501'))
@@ -110,6 +116,7 @@ INSERT INTO calls VALUES
 	(format('SELECT kizunasync.sync_table(%L)', 'public.t_' || current_user)),
 	('SELECT kizunasync.unsync_table(''public.t_other_synced'')'),
 	('SELECT kizunasync.repair_table(''public.t_other_synced'')'),
+	('SELECT kizunasync.resync_bucket(''public.t_other_synced'', ''{}'')'),
 	('SELECT kizunasync.configure(max_pull_limit => 1)'),
 	('SELECT * FROM kizunasync.status'),
 	('SELECT kizunasync.reap_tombstones()'),
@@ -123,6 +130,7 @@ INSERT INTO calls VALUES
 	(format('SELECT kizunasync.sync_table(%L)', 'public.t_' || current_user)),
 	('SELECT kizunasync.unsync_table(''public.t_other_synced'')'),
 	('SELECT kizunasync.repair_table(''public.t_other_synced'')'),
+	('SELECT kizunasync.resync_bucket(''public.t_other_synced'', ''{}'')'),
 	('SELECT kizunasync.configure(max_pull_limit => 1)'),
 	('SELECT * FROM kizunasync.status'),
 	('SELECT kizunasync.reap_tombstones()'),

@@ -139,6 +139,24 @@ SELECT r ->> 'seq' AS seq, r ->> 'table' AS t, r ->> 'pk' AS pk, r -> 'row' AS r
   FROM jsonb_array_elements(kizunasync.pull('[{"table": "seats"}, {"table": "tags", "params": {"n": 1}}]', '207', 1) -> 'rows') r;
 RESET ROLE;
 
+-- a change to a row a grant holder may not see is a tombstone for it
+-- (decisions/0024, "Visibility"): a's private row 2 is updated; a gets the
+-- row, b and c (team 1's grant, row 2 hidden) its key as a tombstone - the
+-- residual widened to writes (keys only, never contents) - and d (no grant)
+-- nothing
+UPDATE pull_t.docs SET title = 'a private v2' WHERE id = 2;
+SELECT pull_t.cl('docs', '2', '1') - 1 AS before \gset
+SET ROLE authenticated;
+SELECT set_config('request.jwt.claims', '{"sub": "00000000-0000-4000-8000-a10000000001", "role": "authenticated"}', false) IS NOT NULL AS as_a;
+SELECT kizunasync.pull(:'t1', :'before', 1) #>> '{rows,0,row,title}' AS a_row2, kizunasync.pull(:'t1', :'before', 1) -> 'tombstones' AS a_tombstones;
+SELECT set_config('request.jwt.claims', '{"sub": "00000000-0000-4000-8000-a10000000002", "role": "authenticated"}', false) IS NOT NULL AS as_b;
+SELECT kizunasync.pull(:'t1', :'before', 1) -> 'rows' AS b_rows, kizunasync.pull(:'t1', :'before', 1) #>> '{tombstones,0,pk}' AS b_tombstone_key;
+SELECT set_config('request.jwt.claims', '{"sub": "00000000-0000-4000-8000-a10000000003", "role": "authenticated"}', false) IS NOT NULL AS as_c;
+SELECT kizunasync.pull(:'t1', :'before', 1) -> 'rows' AS c_rows, kizunasync.pull(:'t1', :'before', 1) #>> '{tombstones,0,pk}' AS c_tombstone_key;
+SELECT set_config('request.jwt.claims', '{"sub": "00000000-0000-4000-8000-a10000000004", "role": "authenticated"}', false) IS NOT NULL AS as_d;
+SELECT kizunasync.pull(:'t1', :'before', 1) -> 'rows' AS d_rows, kizunasync.pull(:'t1', :'before', 1) -> 'tombstones' AS d_tombstones;
+RESET ROLE;
+
 SELECT set_config('request.jwt.claims', '', false) IS NOT NULL AS claims;
 SET client_min_messages = warning;
 DELETE FROM kizunasync.bucket_grants;

@@ -35,13 +35,16 @@ CREATE FUNCTION pull_t.todo(n int, owner text, title text) RETURNS bigint LANGUA
 		('00000000-0000-4000-8000-a1000000000' || owner)::uuid, title, false)
 	ON CONFLICT (id) DO UPDATE SET owner_id = EXCLUDED.owner_id, title = EXCLUDED.title;
 	SELECT pull_t.cl('todos', '00000000-0000-4000-8000-e1000000000' || n, '00000000-0000-4000-8000-a1000000000' || owner) $$;
--- a compact view of a page
+-- a compact view of a page; a tombstone of a change the caller may no
+-- longer see is dated by the pull (its transaction's start): "@now"
 CREATE FUNCTION pull_t.brief(p jsonb) RETURNS text LANGUAGE sql AS $$
 	SELECT format('cursor=%s has_more=%s signal=%s rows=[%s] tombstones=[%s]%s',
 		p ->> 'cursor', p ->> 'has_more', coalesce(p ->> 'signal', 'null'),
 		(SELECT string_agg((r ->> 'seq') || ':' || right(r ->> 'pk', 2) || ':' || coalesce(r -> 'row' ->> 'title', r -> 'row' ->> 'body', '?'), ' ')
 		   FROM jsonb_array_elements(p -> 'rows') r),
-		(SELECT string_agg((r ->> 'seq') || ':' || right(r ->> 'pk', 2) || '@' || (r ->> 'deleted_at'), ' ')
+		(SELECT string_agg((r ->> 'seq') || ':' || right(r ->> 'pk', 2) || '@'
+				|| CASE WHEN (r ->> 'deleted_at')::timestamptz = date_trunc('milliseconds', now()) THEN 'now'
+						ELSE r ->> 'deleted_at' END, ' ')
 		   FROM jsonb_array_elements(p -> 'tombstones') r),
 		CASE WHEN p ? 'conflicts' THEN ' conflicts=' || (p -> 'conflicts')::text ELSE '' END) $$;
 GRANT USAGE ON SCHEMA pull_t TO authenticated, service_role;
@@ -83,11 +86,17 @@ SELECT pull_t.brief(kizunasync.pull(:'a', '100:102', 1, 3));
 -- then ends exactly at the cap, which closes the checkpoint
 SELECT pull_t.brief(kizunasync.pull(:'ab', '102', 1, 3));
 SELECT pull_t.brief(kizunasync.pull(:'ab', '103', 1, 3));
--- a capped page can carry no entry at all and still has more: the extra
--- param withholds rows 1 and 2, which still count
+-- the extra param does not match rows 1 and 2: user-a holds the bucket's
+-- grant, so they are tombstones for her (decisions/0024, "Visibility")
 \set a3 '[{"table": "todos", "params": {"owner_id": "00000000-0000-4000-8000-a10000000001", "title": "row three"}}]'
 SELECT pull_t.brief(kizunasync.pull(:'a3', '100', 1, 3));
 SELECT pull_t.brief(kizunasync.pull(:'a3', '100:102', 1, 3));
+-- a capped page can carry no entry at all and still has more: user-b,
+-- without the grant, is withheld rows 1 and 2 (RLS), which still count
+SELECT set_config('request.jwt.claims', '{"sub": "00000000-0000-4000-8000-a10000000002", "role": "authenticated"}', false) IS NOT NULL AS as_b;
+SELECT pull_t.brief(kizunasync.pull(:'a3', '100', 1, 3));
+SELECT pull_t.brief(kizunasync.pull(:'a3', '100:102', 1, 3));
+SELECT set_config('request.jwt.claims', '{"sub": "00000000-0000-4000-8000-a10000000001", "role": "authenticated"}', false) IS NOT NULL AS as_a;
 -- the stream ends exactly at the cap: the checkpoint closes
 SELECT pull_t.brief(kizunasync.pull(:'a', '101', 1, 3));
 RESET ROLE;
@@ -141,6 +150,7 @@ INSERT INTO pull_t.notes VALUES (7, 'seven'), (8, 'eight');
 SELECT pull_t.cl('notes', '7', ''), pull_t.cl('notes', '8', '');
 SET ROLE authenticated;
 SELECT pull_t.brief(kizunasync.pull('[{"table": "notes"}]', '108', 1));
+-- row 7 does not match the param: a tombstone for the grant holder
 SELECT pull_t.brief(kizunasync.pull('[{"table": "notes", "params": {"body": "eight"}}]', '108', 1));
 RESET ROLE;
 SELECT pull_t.tomb('notes', '8', NULL, NULL, '2026-01-01 00:00:11.5+00');
