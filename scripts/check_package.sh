@@ -6,14 +6,16 @@
 #   - `make install` installs no install script with an empty version and
 #     nothing of the test extension;
 #   - the build refuses a control file without default_version;
-#   - the top level has expected/ and cases/ (the design card), test/ neither.
+#   - the top level has expected/ and cases/ (the design card), test/ neither;
+#   - META.json, debian/changelog and debian/control.in agree with
+#     kizunasync.control (scripts/check_meta.py, after its self-test).
 # Usage: bash scripts/check_package.sh [PG_CONFIG]
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PGC=${1:-${PG_CONFIG:-pg_config}}
 n=0 fail=0
 ok() { n=$((n + 1)); echo "ok $n - $1"; }
-notok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n - $1"; shift; printf '#   %s\n' "$@"; }
+notok() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n - $1"; shift; [ $# -eq 0 ] || printf '#   %s\n' "$@"; }
 
 lib=$ROOT/kizunasync.so
 if [ ! -f "$lib" ]; then
@@ -42,6 +44,26 @@ done
 left=$(git -C "$ROOT" ls-files test/expected test/replay/cases | head -n 3)
 if [ -z "$left" ]; then ok "no expected output or own case is kept under test/"
 else notok "no expected output or own case is kept under test/" "$left"; fi
+
+# release metadata in step with kizunasync.control (issue 31): META.json,
+# debian/changelog, debian/control.in (scripts/check_meta.py), after the
+# checker's self-test (each rule broken in a scratch copy must be caught)
+tap_from() {
+	local out rc=0 line seen=0
+	out=$("$@" 2>&1) || rc=$?
+	while IFS= read -r line; do
+		case $line in
+			"ok "*) ok "${line#ok [0-9]* - }"; seen=1 ;;
+			"not ok "*) notok "${line#not ok [0-9]* - }"; seen=1 ;;
+			"#"*) echo "$line" ;;
+		esac
+	done <<< "$out"
+	if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
+		notok "$* ran (exit $rc)" "$(printf '%s' "$out" | tail -n 5)"
+	elif [ $seen = 0 ]; then notok "$* printed results"; fi
+}
+tap_from python3 "$ROOT/scripts/check_meta.py" --self-test --root "$ROOT"
+tap_from python3 "$ROOT/scripts/check_meta.py" --root "$ROOT"
 
 tmp=$(mktemp -d)
 cp "$ROOT/Makefile" "$tmp/"

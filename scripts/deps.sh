@@ -11,6 +11,9 @@ PKGS=(
 	valgrind	# bench/write_profile: instructions per commit (callgrind)
 	clang libclang-rt-14-dev
 	debootstrap	# the pg17 lane's Debian 13 root (scripts/trixie.sh)
+	# the packages lane (test/lanes/packages.sh): PostgreSQL's Debian
+	# tooling (pg_buildext, dh --with pgxs_loop), dpkg-buildpackage, lintian
+	postgresql-server-dev-all debhelper dpkg-dev build-essential lintian
 )
 missing=()
 for p in "${PKGS[@]}"; do

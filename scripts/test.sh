@@ -7,14 +7,15 @@
 #   3. corpus lanes: cursor vectors, golden-transcript replay
 #                                        (read from $KZ_CORPUS, default ../shared/corpus)
 #   4. randomized end-to-end stress, libFuzzer targets, the crash test (test/t)
-#   5. the lanes of test/lanes/*.sh (ops, roles, layout, replica; pg17:
+#   5. the lanes of test/lanes/*.sh (ops, roles, layout, replica; packages:
+#      the Debian packages built, linted, installed into clean roots; pg17:
 #      the lanes again against PostgreSQL 17 in a Debian 13 root, and 15
 #      to 17 by dump/restore and pg_upgrade; KZ_PG17=0 leaves it out)
 # stops the cluster and ends with one line "N passed, N failed".
 # test/README.md describes every directory and lane, and how to run one test.
 # Exit status is non-zero when anything failed.
 #
-# Environment: KZ_CORPUS, KZ_PORT, KZ_RUNDIR, PG_CONFIG, KZ_SKIP_DEPS=1, KZ_PG17=0,
+# Environment: KZ_CORPUS, KZ_PORT, KZ_RUNDIR, PG_CONFIG, KZ_SKIP_DEPS=1, KZ_PG17=0, KZ_PACKAGES=0,
 # KZ_LANES="regress pgtap vectors replay" (subset to run), KZ_KEEP_CLUSTER=1.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)

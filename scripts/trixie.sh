@@ -2,9 +2,11 @@
 # A Debian 13 (trixie) root with PostgreSQL 17 and the test dependencies,
 # made with debootstrap from the Debian package source this machine's apt
 # already uses (read from /etc/apt/sources.list*), for the pg17 lane
-# (test/lanes/pg17.sh).  Built once and reused: a root is complete when its
-# marker file lists the packages below; a complete root whose list lacks
-# some of them gets them with apt-get inside it; anything else is rebuilt.
+# (test/lanes/pg17.sh) and the packages lane's build of
+# postgresql-17-kizunasync (test/pkg/run.sh).  Built once and reused: a root
+# is complete when its marker file lists the packages below; a complete root
+# whose list lacks some of them gets them with apt-get inside it; anything
+# else is rebuilt.
 #
 #   scripts/trixie.sh build       make (or reuse) the root, print its path
 #   scripts/trixie.sh path        print the root's path
@@ -13,7 +15,11 @@
 # KZ_DEBIAN_MIRROR (default: the first Debian URI apt uses here).
 set -euo pipefail
 ROOT=${KZ_TRIXIE_ROOT:-/var/cache/kizunasync/trixie}
-PKGS="postgresql-17,postgresql-client-17,postgresql-server-dev-17,libjansson-dev,pkg-config,make,gcc,libc6-dev,postgresql-17-pgtap,libtap-parser-sourcehandler-pgtap-perl,postgresql-17-cron,python3,jq,util-linux,git,ca-certificates"
+# (from build-essential on: the packages lane builds postgresql-17-kizunasync
+# here with dpkg-buildpackage and pg_buildext, and runs lintian on it;
+# perl-openssl-defaults provides the virtual perl-openssl-abi-3 that one of
+# lintian's dependencies needs and debootstrap cannot resolve by itself)
+PKGS="postgresql-17,postgresql-client-17,postgresql-server-dev-17,libjansson-dev,pkg-config,make,gcc,libc6-dev,postgresql-17-pgtap,libtap-parser-sourcehandler-pgtap-perl,postgresql-17-cron,python3,jq,util-linux,git,ca-certificates,build-essential,postgresql-server-dev-all,debhelper,dpkg-dev,lintian,perl-openssl-defaults"
 MARK=$ROOT/.kizunasync-root
 
 mirror() {
