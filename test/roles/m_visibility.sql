@@ -1,12 +1,12 @@
 -- M. What a device holds follows what its user may see (issue 32 part 2).
 -- db: kz_roles_vis
--- owner: kz_r_m_owner
+-- owner: kz_r_v_owner
 -- plan: 34
 --
 -- The issue's table: docs(id, org, project, ...), bucket column org, a
 -- policy that lets members of a row's project read it (members is not
 -- synced: the common Supabase pattern) and hides private rows from all but
--- their owner_id.  kz_r_m_owner (LOGIN NOSUPERUSER) owns the database and
+-- their owner_id.  kz_r_v_owner (LOGIN NOSUPERUSER) owns the database and
 -- the tables, as Supabase's postgres does.  alice and bob are ordinary
 -- LOGIN roles, members of authenticated, each with its own JWT sub, each
 -- in its own session; a "device" is kept by kzv.sync (pull pages of 2
@@ -25,10 +25,10 @@
 -- change was withheld with no tombstone.
 \set ON_ERROR_STOP 1
 SET client_min_messages = warning;
-CREATE ROLE kz_r_m_alice LOGIN NOSUPERUSER;
-CREATE ROLE kz_r_m_bob LOGIN NOSUPERUSER;
-GRANT authenticated TO kz_r_m_alice, kz_r_m_bob;
-GRANT USAGE ON SCHEMA auth TO kz_r_m_owner;	-- as Supabase's postgres has it
+CREATE ROLE kz_r_v_alice LOGIN NOSUPERUSER;
+CREATE ROLE kz_r_v_bob LOGIN NOSUPERUSER;
+GRANT authenticated TO kz_r_v_alice, kz_r_v_bob;
+GRANT USAGE ON SCHEMA auth TO kz_r_v_owner;	-- as Supabase's postgres has it
 -- a synced table of another role (resync_bucket is for the table's owner)
 CREATE TABLE public.other (id bigint PRIMARY KEY, org int);
 SELECT kizunasync.sync_table('public.other', bucket_column => 'org') AS n \gset
@@ -92,7 +92,7 @@ GRANT EXECUTE ON ALL FUNCTIONS IN SCHEMA kzv TO PUBLIC;
 RESET client_min_messages;
 
 -- ------------------------------------------------------------ the owner
-\connect - kz_r_m_owner
+\connect - kz_r_v_owner
 \set ON_ERROR_STOP 1
 SET client_min_messages = warning;
 CREATE TABLE public.members (project int, user_id uuid, PRIMARY KEY (project, user_id));
@@ -105,7 +105,7 @@ CREATE POLICY member_reads ON public.docs FOR SELECT TO authenticated
 GRANT SELECT ON public.docs TO authenticated;
 -- members: readable by the policy; alice manages memberships (an app user)
 GRANT SELECT ON public.members TO authenticated;
-GRANT INSERT, DELETE ON public.members TO kz_r_m_alice;
+GRANT INSERT, DELETE ON public.members TO kz_r_v_alice;
 SELECT kizunasync.sync_table('public.docs', bucket_column => 'org') AS n \gset
 INSERT INTO public.members VALUES (10, kzt.uid('a1')), (11, kzt.uid('a1')), (12, kzt.uid('a1')), (11, kzt.uid('b1'));
 -- the remedy, documented pattern: a SECURITY DEFINER trigger function owned
@@ -144,31 +144,31 @@ $$;
 GRANT EXECUTE ON FUNCTION kzv.may_see(text) TO PUBLIC;
 
 -- ------------------------------------------------------------ bootstrap
-\connect - kz_r_m_alice
+\connect - kz_r_v_alice
 \set ON_ERROR_STOP 1
 SELECT set_config('request.jwt.claims', kzt.claims('a1'), false) IS NOT NULL AS claims \gset
 SELECT kzt.is(kzv.sync('A'), '1:one,2:two,3:three,4:four,5:five', 'M alice: device A holds org 1''s rows of her projects');
 SELECT kzt.is(kzv.holds('A'), kzv.may_see(), 'M alice: device A holds what she may SELECT');
 SELECT kzt.is(kzv.sync('A2'), kzv.may_see('open'), 'M alice: device A2 ({"org": 1, "status": "open"}) holds what she may SELECT of it');
-\connect - kz_r_m_bob
+\connect - kz_r_v_bob
 \set ON_ERROR_STOP 1
 SELECT set_config('request.jwt.claims', kzt.claims('b1'), false) IS NOT NULL AS claims \gset
 SELECT kzt.is(kzv.sync('B'), '2:two,5:five', 'M bob: device B holds the rows of project 11');
 
 -- ---------------------- bob added to project 12, no remedy: the limit
-\connect - kz_r_m_owner
+\connect - kz_r_v_owner
 \set ON_ERROR_STOP 1
 ALTER TABLE public.members DISABLE TRIGGER members_resync;
 INSERT INTO public.members VALUES (12, kzt.uid('b1'));
 ALTER TABLE public.members ENABLE TRIGGER members_resync;
-\connect - kz_r_m_bob
+\connect - kz_r_v_bob
 \set ON_ERROR_STOP 1
 SELECT set_config('request.jwt.claims', kzt.claims('b1'), false) IS NOT NULL AS claims \gset
 SELECT kzt.is(kzv.sync('B') || ' / may see ' || kzv.may_see(), '2:two,5:five / may see 2:two,4:four,5:five',
 	'M bob: without a write or the remedy, his device does not get row 4 he may now see (documented)');
 
 -- --------- alice adds bob to project 10: her INSERT fires the owner's trigger
-\connect - kz_r_m_alice
+\connect - kz_r_v_alice
 \set ON_ERROR_STOP 0
 SELECT set_config('request.jwt.claims', kzt.claims('a1'), false) IS NOT NULL AS claims \gset
 INSERT INTO public.members VALUES (10, kzt.uid('b1'));
@@ -177,24 +177,24 @@ SELECT kzt.expect_rows(:'SQLSTATE', :ROW_COUNT, '00000', 'M alice: adds bob to p
 SELECT kizunasync.resync_bucket('public.docs', '{"org": 1}');
 SELECT kzt.expect(:'SQLSTATE', '42501', 'M alice: may not call resync_bucket herself [fix]');
 \set ON_ERROR_STOP 1
-\connect - kz_r_m_bob
+\connect - kz_r_v_bob
 \set ON_ERROR_STOP 1
 SELECT set_config('request.jwt.claims', kzt.claims('b1'), false) IS NOT NULL AS claims \gset
 SELECT kzt.is(kzv.sync('B'), '1:one,2:two,3:three,4:four,5:five', 'M bob: after the remedy, device B gets rows 1, 3 (and 4) [fix]');
 SELECT kzt.is(kzv.holds('B'), kzv.may_see(), 'M bob: device B holds what he may SELECT [fix]');
-\connect - kz_r_m_alice
+\connect - kz_r_v_alice
 \set ON_ERROR_STOP 1
 SELECT set_config('request.jwt.claims', kzt.claims('a1'), false) IS NOT NULL AS claims \gset
 SELECT kzt.is(kzv.sync('A'), kzv.may_see(), 'M alice: device A, given the bucket''s rows again, holds what she may SELECT');
 
 -- ---------- alice removed from project 10 and row 1 updated, no remedy
-\connect - kz_r_m_owner
+\connect - kz_r_v_owner
 \set ON_ERROR_STOP 1
 ALTER TABLE public.members DISABLE TRIGGER members_resync;
 DELETE FROM public.members WHERE project = 10 AND user_id = kzt.uid('a1');
 ALTER TABLE public.members ENABLE TRIGGER members_resync;
 UPDATE public.docs SET v = 'one v2' WHERE id = 1;
-\connect - kz_r_m_alice
+\connect - kz_r_v_alice
 \set ON_ERROR_STOP 1
 SELECT set_config('request.jwt.claims', kzt.claims('a1'), false) IS NOT NULL AS claims \gset
 SELECT kzv.sync('A') AS a \gset
@@ -203,13 +203,13 @@ SELECT kzt.ok(:'a' NOT LIKE '%1:%', 'M alice: row 1, written after she lost sigh
 SELECT kzt.is(:'a' || ' / may see ' || kzv.may_see(), '2:two,3:three,4:four,5:five / may see 2:two,4:four,5:five',
 	'M alice: without a write or the remedy, device A keeps row 3 she may no longer see (documented)');
 -- the owner applies the remedy by hand
-\connect - kz_r_m_owner
+\connect - kz_r_v_owner
 \set ON_ERROR_STOP 0
 \set n ''
 SELECT kizunasync.resync_bucket('public.docs', '{"org": 1}') AS n \gset
 SELECT kzt.is(nullif(:'n', ''), '5', 'M owner: resync_bucket(docs, {"org": 1}) writes the bucket''s 5 entries again [fix]');
 \set ON_ERROR_STOP 1
-\connect - kz_r_m_alice
+\connect - kz_r_v_alice
 \set ON_ERROR_STOP 1
 SELECT set_config('request.jwt.claims', kzt.claims('a1'), false) IS NOT NULL AS claims \gset
 SELECT kzt.is(kzv.sync('A'), kzv.may_see(), 'M alice: after the remedy, device A holds what she may SELECT (row 3 gone) [fix]');
@@ -223,36 +223,36 @@ SELECT kzt.is(kzv.sync('A') || ' / may see ' || kzv.may_see(), '2:two,5:five / m
 	'M alice: device A no longer holds row 4 [fix]');
 
 -- -------------------------- a policy column flipped on the row: a write
-\connect - kz_r_m_owner
+\connect - kz_r_v_owner
 \set ON_ERROR_STOP 1
 UPDATE public.docs SET private = true WHERE id = 5;
-\connect - kz_r_m_bob
+\connect - kz_r_v_bob
 \set ON_ERROR_STOP 1
 SELECT set_config('request.jwt.claims', kzt.claims('b1'), false) IS NOT NULL AS claims \gset
 SELECT kzt.is(kzv.sync('B') || ' / may see ' || kzv.may_see(), '1:one v2,2:two,3:three,4:four / may see 1:one v2,2:two,3:three,4:four',
 	'M bob: row 5 made private (alice''s) reaches device B as a tombstone [fix]');
-\connect - kz_r_m_alice
+\connect - kz_r_v_alice
 \set ON_ERROR_STOP 1
 SELECT set_config('request.jwt.claims', kzt.claims('a1'), false) IS NOT NULL AS claims \gset
 SELECT kzt.is(kzv.sync('A'), kzv.may_see(), 'M alice: device A keeps her private row 5');
-\connect - kz_r_m_owner
+\connect - kz_r_v_owner
 \set ON_ERROR_STOP 1
 UPDATE public.docs SET owner_id = kzt.uid('b1') WHERE id = 5;
-\connect - kz_r_m_alice
+\connect - kz_r_v_alice
 \set ON_ERROR_STOP 1
 SELECT set_config('request.jwt.claims', kzt.claims('a1'), false) IS NOT NULL AS claims \gset
 SELECT kzt.is(kzv.sync('A') || ' / may see ' || kzv.may_see(), '2:two / may see 2:two',
 	'M alice: private row 5 reassigned to bob reaches device A as a tombstone [fix]');
-\connect - kz_r_m_bob
+\connect - kz_r_v_bob
 \set ON_ERROR_STOP 1
 SELECT set_config('request.jwt.claims', kzt.claims('b1'), false) IS NOT NULL AS claims \gset
 SELECT kzt.is(kzv.sync('B'), kzv.may_see(), 'M bob: device B gets row 5, now his');
 
 -- ----------------------- a param that is not the bucket stops matching
-\connect - kz_r_m_owner
+\connect - kz_r_v_owner
 \set ON_ERROR_STOP 1
 UPDATE public.docs SET status = 'closed' WHERE id = 2;
-\connect - kz_r_m_alice
+\connect - kz_r_v_alice
 \set ON_ERROR_STOP 1
 SELECT set_config('request.jwt.claims', kzt.claims('a1'), false) IS NOT NULL AS claims \gset
 SELECT kzt.is(kzv.sync('A2') || ' / may see ' || kzv.may_see('open'), ' / may see ',
@@ -260,24 +260,24 @@ SELECT kzt.is(kzv.sync('A2') || ' / may see ' || kzv.may_see('open'), ' / may se
 SELECT kzt.is(kzv.sync('A'), kzv.may_see(), 'M alice: device A ({"org": 1}) keeps row 2');
 
 -- --------------------------------------- a revoked column privilege
-\connect - kz_r_m_owner
+\connect - kz_r_v_owner
 \set ON_ERROR_STOP 1
 REVOKE SELECT ON public.docs FROM authenticated;
 GRANT SELECT (id, org, project, status, private, owner_id, v) ON public.docs TO authenticated;
-\connect - kz_r_m_bob
+\connect - kz_r_v_bob
 \set ON_ERROR_STOP 1
 SELECT set_config('request.jwt.claims', kzt.claims('b1'), false) IS NOT NULL AS claims \gset
 SELECT kzv.sync('B') AS b \gset
 SELECT kzt.is(kzv.secrets('B'), '1,3,4,5',
 	'M bob: without a write or the remedy, device B keeps the revoked column''s values (documented; row 2, written since, came without it)');
-\connect - kz_r_m_owner
+\connect - kz_r_v_owner
 \set ON_ERROR_STOP 0
 \set n ''
 SELECT sum(kizunasync.resync_bucket('public.docs', jsonb_build_object('org', org))) AS n
   FROM (SELECT DISTINCT org FROM public.docs) o \gset
 SELECT kzt.is(nullif(:'n', ''), '5', 'M owner: resync_bucket of every bucket of docs writes its 5 entries again [fix]');
 \set ON_ERROR_STOP 1
-\connect - kz_r_m_bob
+\connect - kz_r_v_bob
 \set ON_ERROR_STOP 1
 SELECT set_config('request.jwt.claims', kzt.claims('b1'), false) IS NOT NULL AS claims \gset
 SELECT kzv.sync('B') AS b \gset
@@ -287,7 +287,7 @@ SELECT kzt.is(kzv.holds('B'), kzv.may_see(), 'M bob: device B holds what he may 
 -- ---- a membership table written through push: a deferred trigger
 -- (entry points do not nest, so resync_bucket cannot run inside the push;
 -- a constraint trigger DEFERRABLE INITIALLY DEFERRED runs it at the commit)
-\connect - kz_r_m_owner
+\connect - kz_r_v_owner
 \set ON_ERROR_STOP 1
 SET client_min_messages = warning;
 CREATE TABLE public.pmembers (id uuid PRIMARY KEY, project int NOT NULL, user_id uuid NOT NULL);
@@ -310,21 +310,21 @@ CREATE CONSTRAINT TRIGGER pmembers_resync AFTER INSERT ON public.pmembers
 	DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION public.pmembers_resync();
 INSERT INTO public.docs (id, org, project, owner_id, v, secret) VALUES (6, 1, 13, kzt.uid('a1'), 'six', 's6');
 RESET client_min_messages;
-\connect - kz_r_m_alice
+\connect - kz_r_v_alice
 \set ON_ERROR_STOP 0
 SELECT set_config('request.jwt.claims', kzt.claims('a1'), false) IS NOT NULL AS claims \gset
 SELECT kzt.is(kizunasync.push(kzt.m('pmembers', kzt.uid('c1')::text, 'insert',
 		jsonb_build_object('columns', jsonb_build_object('project', 13, 'user_id', kzt.uid('b1'))), 'e1'), NULL, 1) #>> '{verdicts,0,verdict}',
 	'applied', 'M alice: pushes bob''s membership of project 13 (a deferred trigger calls resync_bucket at the commit) [fix]');
 \set ON_ERROR_STOP 1
-\connect - kz_r_m_bob
+\connect - kz_r_v_bob
 \set ON_ERROR_STOP 1
 SELECT set_config('request.jwt.claims', kzt.claims('b1'), false) IS NOT NULL AS claims \gset
 SELECT kzt.is(kzv.sync('B') || ' / may see ' || kzv.may_see(), '1:one v2,2:two,3:three,4:four,5:five,6:six / may see 1:one v2,2:two,3:three,4:four,5:five,6:six',
 	'M bob: device B gets row 6 of project 13 [fix]');
 
 -- ------------------------------------------- who may call it, and how
-\connect - kz_r_m_owner
+\connect - kz_r_v_owner
 \set ON_ERROR_STOP 0
 SELECT kizunasync.resync_bucket('public.other', '{"org": 1}');
 SELECT kzt.expect(:'SQLSTATE', '42501', 'M owner: resync_bucket of a synced table another role owns is refused [fix]');
