@@ -287,6 +287,7 @@ kz_spill_next(KzChange *change, SubTransactionId *subid, MemoryContext cxt)
 		int64		pos = spill_readpos;
 		bool		dead;
 
+		CHECK_FOR_INTERRUPTS();	/* a long run of dead changes */
 		tuplestore_select_read_pointer(spill_store, SPILL_READER);
 		if (!tuplestore_gettupleslot(spill_store, true, false, spill_slot))
 			return false;

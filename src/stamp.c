@@ -32,7 +32,10 @@
  * by writers inside the section).  An error releases it (LWLockReleaseAll
  * at (sub)transaction abort).  A statement with many changes enters it once
  * per chunk of at most KZ_STAMP_CHUNK, so other writers wait for at most
- * one chunk.
+ * one chunk, and a cancel or terminate is served between chunks, outside
+ * it: a long recording (a big transaction's numbering at commit, which runs
+ * at XACT_EVENT_PRE_COMMIT, where an ERROR still aborts the transaction)
+ * ends within one chunk of the interrupt.
  *
  * Entries are written with direct heap and index access: no statement is
  * parsed or planned and no name is resolved, so nothing the writer
@@ -341,6 +344,8 @@ kz_stamp_record(const KzChange *changes, int n)
 
 	for (i = 0; i < n; i = end)
 	{
+		/* outside the section, where interrupts are held */
+		CHECK_FOR_INTERRUPTS();
 		end = stamp_chunk_end(changes, i, n);
 		for (j = i; j < end; j++)
 			stamp_prepare(&changes[j], &cl, cl_key, &clc, clfirst, &tb, tb_key, &tbc, tbfirst,
@@ -387,3 +392,4 @@ kz_stamp_record(const KzChange *changes, int n)
 	relation_close(seqrel, NoLock);
 	return seq;
 }
+
