@@ -393,3 +393,38 @@ kz_stamp_record(const KzChange *changes, int n)
 	return seq;
 }
 
+/*
+ * nextval() refuses to draw in a read-only transaction, and so does
+ * kz_stamp_record: an operator function that records rows it did not write
+ * (seeding, repair) stays refused there.  Changes the capture trigger
+ * captured are another matter.  It fires only for writes of synced tables,
+ * which are never temporary, and the executor refuses those in a read-only
+ * transaction, so every captured change was written before the
+ * transaction switched to READ ONLY (SET TRANSACTION READ ONLY, which
+ * PostgreSQL allows after writes; the commit then keeps what was written).
+ * Their entries are part of those writes, numbered at commit, at an entry
+ * point or past the write-time budget, so the read-only flag is cleared for
+ * their recording alone, which runs no code but PostgreSQL's and this
+ * file's, and restored after it, also on error.  Such a transaction has an
+ * xid; one without keeps the refusal (a hot standby assigns none and
+ * captures nothing).
+ */
+int64
+kz_stamp_record_captured(const KzChange *changes, int n)
+{
+	volatile int64 seq = 0;
+
+	if (!XactReadOnly || !TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return kz_stamp_record(changes, n);
+	XactReadOnly = false;
+	PG_TRY();
+	{
+		seq = kz_stamp_record(changes, n);
+	}
+	PG_FINALLY();
+	{
+		XactReadOnly = true;
+	}
+	PG_END_TRY();
+	return seq;
+}
