@@ -47,7 +47,6 @@ typedef struct BatchItem
 {
 	KzChange	change;
 	SubTransactionId subid;		/* subtransaction that captured it */
-	SubTransactionId rec_subid; /* set aside: subtransaction that recorded it */
 } BatchItem;
 
 typedef struct BatchList
@@ -68,9 +67,8 @@ static bool batch_flushing = false;
 static bool batch_callbacks = false;
 
 static BatchList pending;		/* captured, not yet recorded, in capture order */
-static BatchList aside;			/* recorded in a subtransaction below the capturing one */
 static int	pending_max_level = 0;
-static bool pending_orphans = false;	/* holds level-0 or re-pended changes */
+static bool pending_orphans = false;	/* level-0 changes, or unrecorded again */
 static MemoryContext flush_cxt = NULL;
 
 /* numbering at commit (decisions/0010, "Numbering at commit") */
@@ -138,7 +136,6 @@ static void
 batch_reset_all(void)
 {
 	batch_list_reset(&pending);
-	batch_list_reset(&aside);
 	pending_max_level = 0;
 	pending_orphans = false;
 	xact_write_time = 0;
@@ -200,41 +197,24 @@ batch_emit(const BatchItem *items, int n)
 }
 
 /*
- * Entries recorded in a subtransaction below the one that captured their
- * change would vanish with it: keep those changes aside until it commits.
- */
-static void
-batch_set_aside(BatchList *to, const BatchItem *items, int n)
-{
-	SubTransactionId cur = GetCurrentSubTransactionId();
-	int			i;
-
-	for (i = 0; i < n; i++)
-		if (items[i].subid < cur)
-			batch_list_add(to, &items[i])->rec_subid = cur;
-}
-
-/*
- * Record what the store holds, in slices; the changes recorded below their
- * subtransaction go aside only once all went well.
+ * Record what the store holds past its recorded changes, in slices.  In a
+ * subtransaction the store keeps them, marked recorded: if it aborts, they
+ * are unrecorded again (capture_spill.h).
  */
 static void
 batch_drain_spill(void)
 {
-	BatchList	drained = {0};
 	BatchItem	slice[FLUSH_SLICE];
 	int			n;
 	volatile bool more = true;
 
-	/* created before the loop: the error path deletes it */
-	drained.cxt = AllocSetContextCreate(CurrentMemoryContext, "kizunasync drained",
-										ALLOCSET_SMALL_SIZES);
 	if (drain_cxt == NULL)
 		drain_cxt = AllocSetContextCreate(TopMemoryContext, "kizunasync capture drain",
 										  ALLOCSET_DEFAULT_SIZES);
-	kz_spill_rewind();
+	batch_flushing = true;
 	PG_TRY();
 	{
+		kz_spill_rewind();
 		while (more)
 		{
 			MemoryContextReset(drain_cxt);
@@ -245,40 +225,23 @@ batch_drain_spill(void)
 					more = false;
 					break;
 				}
-				slice[n].rec_subid = InvalidSubTransactionId;
 			}
 			batch_emit(slice, n);
-			batch_set_aside(&drained, slice, n);
 		}
-	}
-	PG_CATCH();
-	{
-		MemoryContextDelete(drained.cxt);
-		PG_RE_THROW();
-	}
-	PG_END_TRY();
-	MemoryContextReset(drain_cxt);
-	kz_spill_clear();
-	for (n = 0; n < drained.n; n++)
-		batch_list_add(&aside, &drained.items[n]);
-	MemoryContextDelete(drained.cxt);
-}
-
-/* Record the first n pending changes now; the rest stay pending. */
-static void
-batch_record_pending(int n)
-{
-	batch_flushing = true;
-	PG_TRY();
-	{
-		batch_emit(pending.items, n);
 	}
 	PG_FINALLY();
 	{
 		batch_flushing = false;
+		MemoryContextReset(drain_cxt);
 	}
 	PG_END_TRY();
-	batch_set_aside(&aside, pending.items, n);
+	kz_spill_recorded(GetCurrentSubTransactionId());
+}
+
+/* Drop the first n pending changes. */
+static void
+batch_pending_consumed(int n)
+{
 	if (n == pending.n)
 	{
 		batch_list_reset(&pending);
@@ -292,24 +255,49 @@ batch_record_pending(int n)
 	}
 }
 
+/*
+ * Record the first n pending changes now; the rest stay pending.  Entries
+ * recorded in a subtransaction below the one that captured their change
+ * would vanish with it while the change stays: such changes are recorded
+ * through the store, which keeps them until that subtransaction commits
+ * (and reads them again if it aborts), on disk beyond work_mem.
+ */
+static void
+batch_record_pending(int n)
+{
+	SubTransactionId cur = GetCurrentSubTransactionId();
+	int			i;
+
+	for (i = 0; i < n && pending.items[i].subid >= cur; i++)
+		;
+	if (i < n)
+	{
+		for (i = 0; i < n; i++)
+			kz_spill_append(&pending.items[i].change, pending.items[i].subid);
+		batch_pending_consumed(n);
+		batch_drain_spill();
+		return;
+	}
+	batch_flushing = true;
+	PG_TRY();
+	{
+		batch_emit(pending.items, n);
+	}
+	PG_FINALLY();
+	{
+		batch_flushing = false;
+	}
+	PG_END_TRY();
+	batch_pending_consumed(n);
+}
+
 void
 kz_capture_batch_flush(void)
 {
 	if (batch_flushing)
 		return;
-	if (kz_spill_count() > 0)
-	{
-		batch_flushing = true;
-		PG_TRY();
-		{
-			batch_drain_spill();
-		}
-		PG_FINALLY();
-		{
-			batch_flushing = false;
-		}
-		PG_END_TRY();
-	}
+	if (kz_spill_unrecorded() > 0)
+		batch_drain_spill();
 	if (pending.n > 0)
 		batch_record_pending(pending.n);
 }
@@ -337,20 +325,23 @@ batch_write_time_budget(void)
 static void
 batch_flush_budgeted(void)
 {
-	int			allow;
+	int64		stored = kz_spill_unrecorded();
+	int64		allow;
 	int			i;
 
-	if (batch_flushing || pending.n == 0)
+	if (batch_flushing || (pending.n == 0 && stored == 0))
 		return;
 	allow = xact_deferring ? 0 : Max(0, batch_write_time_budget() - xact_write_time);
-	if (allow >= pending.n)
+	if (allow >= stored + pending.n)
 	{
-		xact_write_time += pending.n;
-		batch_record_pending(pending.n);
+		xact_write_time += (int) (stored + pending.n);
+		kz_capture_batch_flush();
+		pending_orphans = false;
 		return;
 	}
 	xact_deferring = true;
-	if (allow > 0)
+	/* nothing is recorded ahead of a stored change (a subtransaction's abort can leave some) */
+	if (allow > 0 && stored == 0)
 	{
 		xact_write_time += allow;
 		batch_record_pending(allow);
@@ -374,7 +365,7 @@ kz_capture_batch_flush_early(void)
 static void
 batch_statement_ended(void)
 {
-	if (pending.n > 0 && (pending_orphans || pending_max_level > batch_level))
+	if (pending_orphans || (pending.n > 0 && pending_max_level > batch_level))
 		batch_flush_budgeted();
 }
 
@@ -409,51 +400,22 @@ batch_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 				k;
 
 	if (event == SUBXACT_EVENT_COMMIT_SUB)
-	{
-		/* entries recorded in mySubid now belong to its parent */
-		for (i = k = 0; i < aside.n; i++)
-		{
-			BatchItem  *it = &aside.items[i];
-
-			if (it->rec_subid >= mySubid)
-				it->rec_subid = parentSubid;
-			if (it->rec_subid > it->subid)
-				aside.items[k++] = *it;
-		}
-		aside.n = k;
-		if (aside.n == 0)
-			batch_list_reset(&aside);
-	}
+		kz_spill_commit_sub(mySubid, parentSubid);
 	else if (event == SUBXACT_EVENT_ABORT_SUB)
-		kz_spill_abort_sub(mySubid);
-	if (event == SUBXACT_EVENT_ABORT_SUB && (pending.n > 0 || aside.n > 0))
 	{
-		BatchList	keep = {0};
-
 		/*
-		 * Changes captured before mySubid whose entries it rolled back are
-		 * pending again, first (they were captured before anything still
-		 * pending); what mySubid itself captured is gone with it.
+		 * What mySubid captured is gone with it; changes captured before it
+		 * whose entries it rolled back are unrecorded again in the store,
+		 * ahead of anything pending (they were captured first).
 		 */
-		for (i = 0; i < aside.n; i++)
-			if (aside.items[i].rec_subid >= mySubid && aside.items[i].subid < mySubid)
-				batch_list_add(&keep, &aside.items[i]);
-		for (i = 0; i < pending.n; i++)
+		kz_spill_abort_sub(mySubid);
+		for (i = k = 0; i < pending.n; i++)
 			if (pending.items[i].subid < mySubid)
-				batch_list_add(&keep, &pending.items[i]);
-		for (i = k = 0; i < aside.n; i++)
-			if (aside.items[i].rec_subid < mySubid)
-				aside.items[k++] = aside.items[i];
-		aside.n = k;
-		if (aside.n == 0)
-			batch_list_reset(&aside);
-
-		batch_list_reset(&pending);
-		for (i = 0; i < keep.n; i++)
-			batch_list_add(&pending, &keep.items[i]);
-		if (keep.cxt != NULL)
-			MemoryContextDelete(keep.cxt);
-		pending_orphans = pending.n > 0;
+				pending.items[k++] = pending.items[i];
+		pending.n = k;
+		if (pending.n == 0)
+			batch_list_reset(&pending);
+		pending_orphans = pending.n > 0 || kz_spill_unrecorded() > 0;
 		pending_max_level = 0;
 	}
 }
@@ -553,7 +515,6 @@ kz_capture_batch_add(const KzChange *changes, int n)
 
 		item.change = changes[i];
 		item.subid = GetCurrentSubTransactionId();
-		item.rec_subid = InvalidSubTransactionId;
 		batch_list_add(&pending, &item);
 	}
 	if (batch_level == 0)

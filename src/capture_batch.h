@@ -16,10 +16,12 @@
  *	  Subtransactions: pending changes of an aborted subtransaction are
  *	  dropped; changes recorded inside a subtransaction deeper than the one
  *	  that captured them (an application trigger with an exception block
- *	  wrote a synced row while earlier rows were pending) are kept aside
- *	  until that subtransaction commits into the capturing one, and are
- *	  pending again (in front) if it aborts, so that no captured change
- *	  loses its entry.
+ *	  wrote a synced row while earlier rows were pending, or an entry point
+ *	  ran inside a savepoint) are recorded through the store of deferred
+ *	  changes (capture_spill.h), which keeps them, on disk beyond work_mem,
+ *	  until that subtransaction commits, and makes them unrecorded again
+ *	  (ahead of anything pending) if it aborts, so that no captured change
+ *	  loses its entry and none is held in memory for it.
  *
  *	  Implemented in src/capture_batch.c.
  *

@@ -118,7 +118,7 @@ kz_capture_emit(const KzChange *changes, int n)
 
 	if (!queue_on)
 	{
-		kz_stamp_record(changes, n);
+		kz_stamp_record_captured(changes, n);
 		return;
 	}
 	old = MemoryContextSwitchTo(TopTransactionContext);
@@ -160,7 +160,7 @@ kz_capture_queue_flush(void)
 	foreach(lc, queue)
 		arr[i++] = ((KzQueued *) lfirst(lc))->change;
 	queue = NIL;
-	kz_stamp_record(arr, n);
+	kz_stamp_record_captured(arr, n);
 	pfree(arr);
 }
 

@@ -18,6 +18,24 @@
  * many marks as stores of changes.  Reading compares each change with the
  * smallest subid of the marks after its position (a suffix minimum).
  *
+ * Recorded marks: (pos, subid) means the changes below pos were recorded in
+ * subid (or in a subtransaction since committed into it).  Recording inside
+ * a subtransaction cannot empty the store: if that subtransaction aborts,
+ * the entries go with it and the changes captured before it must be
+ * recorded again.  So the store stays, reading starts at the last recorded
+ * mark, and an abort pops the marks it made (every mark made after a
+ * subtransaction began names it or one nested in it, so those are the last
+ * ones); a commit hands them to the parent.  Marks only grow towards the
+ * top of the stack, so there are at most as many as subtransactions open.
+ * Recording at the top level (nothing left to abort but the transaction)
+ * empties the store.
+ *
+ * The store is read through read pointer 1 and written with read pointer
+ * 0 active, so that pointer 1, once at the end, moves on to what is
+ * appended after it: a recording continues where the last one ended, and
+ * rescans (skipping the recorded changes) only after an abort or an error
+ * moved the recorded position away from it.
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
@@ -51,9 +69,14 @@ static int64 spill_n = 0;
 static SpillMark *spill_marks = NULL;
 static int	spill_nmarks = 0;
 static int	spill_maxmarks = 0;
+static SpillMark *spill_recs = NULL;	/* recorded marks, a stack */
+static int	spill_nrecs = 0;
+static int	spill_maxrecs = 0;
 
-/* reading */
-static int64 spill_readpos = 0;
+/* reading, through read pointer SPILL_READER */
+#define SPILL_WRITER 0
+#define SPILL_READER 1
+static int64 spill_readpos = 0;	/* where the reader is (-1: unknown) */
 static int	spill_readmark = 0;
 static SubTransactionId *spill_suffixmin = NULL;
 
@@ -73,8 +96,10 @@ spill_open(void)
 	TupleDescInitEntry(spill_desc, 6, "bucket_value", TEXTOID, -1, 0);
 	TupleDescInitEntry(spill_desc, 7, "snapshot", TEXTOID, -1, 0);
 	spill_store = tuplestore_begin_heap(false, false, work_mem);
-	/* a read that an error interrupted starts again from the first row */
+	/* a read that an error interrupted starts again (kz_spill_rewind) */
 	tuplestore_set_eflags(spill_store, EXEC_FLAG_REWIND);
+	if (tuplestore_alloc_read_pointer(spill_store, EXEC_FLAG_REWIND) != SPILL_READER)
+		elog(ERROR, "unexpected read pointer of the store of deferred changes");
 	spill_slot = MakeSingleTupleTableSlot(spill_desc, &TTSOpsMinimalTuple);
 	CurrentResourceOwner = oldowner;
 	MemoryContextSwitchTo(oldcxt);
@@ -108,6 +133,7 @@ kz_spill_append(const KzChange *change, SubTransactionId subid)
 	CurrentResourceOwner = TopTransactionResourceOwner;
 	PG_TRY();
 	{
+		tuplestore_select_read_pointer(spill_store, SPILL_WRITER);
 		tuplestore_puttuple(spill_store, tup);
 	}
 	PG_FINALLY();
@@ -119,10 +145,69 @@ kz_spill_append(const KzChange *change, SubTransactionId subid)
 	spill_n++;
 }
 
-int64
-kz_spill_count(void)
+/* Append (spill_n, subid) to a growing array of marks. */
+static void
+spill_mark_append(SpillMark **marks, int *n, int *max, SubTransactionId subid)
 {
-	return spill_n;
+	if (*n == *max)
+	{
+		*max = Max(16, *max * 2);
+		*marks = *marks == NULL
+			? MemoryContextAlloc(TopTransactionContext, sizeof(SpillMark) * *max)
+			: repalloc(*marks, sizeof(SpillMark) * *max);
+	}
+	(*marks)[*n].pos = spill_n;
+	(*marks)[*n].subid = subid;
+	(*n)++;
+}
+
+/* Changes below this position are recorded. */
+static int64
+spill_recorded_pos(void)
+{
+	return spill_nrecs > 0 ? spill_recs[spill_nrecs - 1].pos : 0;
+}
+
+int64
+kz_spill_unrecorded(void)
+{
+	return spill_n - spill_recorded_pos();
+}
+
+void
+kz_spill_recorded(SubTransactionId subid)
+{
+	if (subid == TopSubTransactionId)
+	{
+		kz_spill_clear();
+		return;
+	}
+	if (spill_nrecs > 0 && spill_recs[spill_nrecs - 1].subid == subid)
+	{
+		spill_recs[spill_nrecs - 1].pos = spill_n;
+		return;
+	}
+	spill_mark_append(&spill_recs, &spill_nrecs, &spill_maxrecs, subid);
+}
+
+void
+kz_spill_commit_sub(SubTransactionId subid, SubTransactionId parent)
+{
+	int			k = spill_nrecs;
+
+	/* the marks of subid and its children are a suffix: they become one of parent */
+	while (k > 0 && spill_recs[k - 1].subid >= subid)
+		k--;
+	if (k == spill_nrecs)
+		return;
+	if (k > 0 && spill_recs[k - 1].subid == parent)
+		k--;
+	spill_recs[k].pos = spill_recs[spill_nrecs - 1].pos;
+	spill_recs[k].subid = parent;
+	spill_nrecs = k + 1;
+	/* recorded for good, with nothing after it: the store can go */
+	if (parent == TopSubTransactionId && spill_recorded_pos() == spill_n)
+		kz_spill_clear();
 }
 
 void
@@ -130,6 +215,9 @@ kz_spill_abort_sub(SubTransactionId subid)
 {
 	if (spill_n == 0)
 		return;
+	/* what subid and its children recorded is rolled back: read it again */
+	while (spill_nrecs > 0 && spill_recs[spill_nrecs - 1].subid >= subid)
+		spill_nrecs--;
 	if (spill_nmarks > 0 && spill_marks[spill_nmarks - 1].pos == spill_n)
 	{
 		SpillMark  *last = &spill_marks[spill_nmarks - 1];
@@ -137,16 +225,7 @@ kz_spill_abort_sub(SubTransactionId subid)
 		last->subid = Min(last->subid, subid);
 		return;
 	}
-	if (spill_nmarks == spill_maxmarks)
-	{
-		spill_maxmarks = Max(16, spill_maxmarks * 2);
-		spill_marks = spill_marks == NULL
-			? MemoryContextAlloc(TopTransactionContext, sizeof(SpillMark) * spill_maxmarks)
-			: repalloc(spill_marks, sizeof(SpillMark) * spill_maxmarks);
-	}
-	spill_marks[spill_nmarks].pos = spill_n;
-	spill_marks[spill_nmarks].subid = subid;
-	spill_nmarks++;
+	spill_mark_append(&spill_marks, &spill_nmarks, &spill_maxmarks, subid);
 }
 
 void
@@ -154,11 +233,20 @@ kz_spill_rewind(void)
 {
 	int			i;
 
-	spill_readpos = 0;
 	spill_readmark = 0;
 	if (spill_store == NULL)
 		return;
-	tuplestore_rescan(spill_store);
+	tuplestore_select_read_pointer(spill_store, SPILL_READER);
+	if (spill_readpos != spill_recorded_pos())
+	{
+		int64		skip = spill_recorded_pos();
+
+		spill_readpos = -1;
+		tuplestore_rescan(spill_store);
+		if (skip > 0 && !tuplestore_skiptuples(spill_store, skip, true))
+			elog(ERROR, "store of deferred changes holds fewer than " INT64_FORMAT " changes", skip);
+		spill_readpos = skip;
+	}
 	if (spill_suffixmin != NULL)
 		pfree(spill_suffixmin);
 	spill_suffixmin = NULL;
@@ -199,6 +287,8 @@ kz_spill_next(KzChange *change, SubTransactionId *subid, MemoryContext cxt)
 		int64		pos = spill_readpos;
 		bool		dead;
 
+		CHECK_FOR_INTERRUPTS();	/* a long run of dead changes */
+		tuplestore_select_read_pointer(spill_store, SPILL_READER);
 		if (!tuplestore_gettupleslot(spill_store, true, false, spill_slot))
 			return false;
 		spill_readpos++;
@@ -235,6 +325,8 @@ kz_spill_clear(void)
 		pfree(spill_marks);
 	if (spill_suffixmin != NULL)
 		pfree(spill_suffixmin);
+	if (spill_recs != NULL)
+		pfree(spill_recs);
 	kz_spill_forget();
 }
 
@@ -248,6 +340,9 @@ kz_spill_forget(void)
 	spill_marks = NULL;
 	spill_nmarks = 0;
 	spill_maxmarks = 0;
+	spill_recs = NULL;
+	spill_nrecs = 0;
+	spill_maxrecs = 0;
 	spill_suffixmin = NULL;
 	spill_readpos = 0;
 	spill_readmark = 0;

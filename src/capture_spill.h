@@ -9,7 +9,10 @@
  *	  captured each.  Nothing can be removed from it, so a subtransaction's
  *	  abort is remembered as a mark instead: the changes stored before the
  *	  mark that its subtransaction (or one nested in it) captured are dead,
- *	  and reading skips them.  Implemented in src/capture_spill.c.
+ *	  and reading skips them.  Changes recorded inside a subtransaction stay
+ *	  stored (marked recorded) until it commits into the top level, so that
+ *	  its abort can make them unrecorded again without holding them in
+ *	  memory.  Implemented in src/capture_spill.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -21,21 +24,34 @@
 /* Store a copy of *change, captured in subtransaction subid. */
 extern void kz_spill_append(const KzChange *change, SubTransactionId subid);
 
-/* Changes stored (dead ones included) since the store was last emptied. */
-extern int64 kz_spill_count(void);
-
-/* Subtransaction subid aborted: what it and its children stored is dead. */
-extern void kz_spill_abort_sub(SubTransactionId subid);
+/* Changes stored (dead ones included) and not recorded. */
+extern int64 kz_spill_unrecorded(void);
 
 /*
- * Reading, from the first change: kz_spill_rewind, then kz_spill_next until
- * it returns false; each live change's strings are allocated in cxt.  A
- * read that an error interrupts can start again from the first change.
+ * Subtransaction subid aborted: what it and its children stored is dead,
+ * and what they recorded of the store is unrecorded again.
+ */
+extern void kz_spill_abort_sub(SubTransactionId subid);
+
+/* Subtransaction subid committed into parent: its recordings are parent's. */
+extern void kz_spill_commit_sub(SubTransactionId subid, SubTransactionId parent);
+
+/*
+ * Reading, from the first change not recorded: kz_spill_rewind, then
+ * kz_spill_next until it returns false; each live change's strings are
+ * allocated in cxt.  A read that an error interrupts can start again.
  */
 extern void kz_spill_rewind(void);
 extern bool kz_spill_next(KzChange *change, SubTransactionId *subid, MemoryContext cxt);
 
-/* Empty the store (after every change was recorded); closes its files. */
+/*
+ * Every change stored is now recorded, in subtransaction subid: at the top
+ * level the store is emptied (its files closed); inside a subtransaction it
+ * is kept, and read again if subid aborts.
+ */
+extern void kz_spill_recorded(SubTransactionId subid);
+
+/* Empty the store; closes its files. */
 extern void kz_spill_clear(void);
 
 /* The transaction ended: forget the store (its memory and files went with it). */

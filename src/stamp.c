@@ -32,7 +32,10 @@
  * by writers inside the section).  An error releases it (LWLockReleaseAll
  * at (sub)transaction abort).  A statement with many changes enters it once
  * per chunk of at most KZ_STAMP_CHUNK, so other writers wait for at most
- * one chunk.
+ * one chunk, and a cancel or terminate is served between chunks, outside
+ * it: a long recording (a big transaction's numbering at commit, which runs
+ * at XACT_EVENT_PRE_COMMIT, where an ERROR still aborts the transaction)
+ * ends within one chunk of the interrupt.
  *
  * Entries are written with direct heap and index access: no statement is
  * parsed or planned and no name is resolved, so nothing the writer
@@ -341,6 +344,8 @@ kz_stamp_record(const KzChange *changes, int n)
 
 	for (i = 0; i < n; i = end)
 	{
+		/* outside the section, where interrupts are held */
+		CHECK_FOR_INTERRUPTS();
 		end = stamp_chunk_end(changes, i, n);
 		for (j = i; j < end; j++)
 			stamp_prepare(&changes[j], &cl, cl_key, &clc, clfirst, &tb, tb_key, &tbc, tbfirst,
@@ -385,5 +390,41 @@ kz_stamp_record(const KzChange *changes, int n)
 	kz_bk_close(&cl);
 	table_close(fence, NoLock);
 	relation_close(seqrel, NoLock);
+	return seq;
+}
+
+/*
+ * nextval() refuses to draw in a read-only transaction, and so does
+ * kz_stamp_record: an operator function that records rows it did not write
+ * (seeding, repair) stays refused there.  Changes the capture trigger
+ * captured are another matter.  It fires only for writes of synced tables,
+ * which are never temporary, and the executor refuses those in a read-only
+ * transaction, so every captured change was written before the
+ * transaction switched to READ ONLY (SET TRANSACTION READ ONLY, which
+ * PostgreSQL allows after writes; the commit then keeps what was written).
+ * Their entries are part of those writes, numbered at commit, at an entry
+ * point or past the write-time budget, so the read-only flag is cleared for
+ * their recording alone, which runs no code but PostgreSQL's and this
+ * file's, and restored after it, also on error.  Such a transaction has an
+ * xid; one without keeps the refusal (a hot standby assigns none and
+ * captures nothing).
+ */
+int64
+kz_stamp_record_captured(const KzChange *changes, int n)
+{
+	volatile int64 seq = 0;
+
+	if (!XactReadOnly || !TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return kz_stamp_record(changes, n);
+	XactReadOnly = false;
+	PG_TRY();
+	{
+		seq = kz_stamp_record(changes, n);
+	}
+	PG_FINALLY();
+	{
+		XactReadOnly = true;
+	}
+	PG_END_TRY();
 	return seq;
 }

@@ -35,6 +35,13 @@ typedef struct KzChange
  */
 extern int64 kz_stamp_record(const KzChange *changes, int n);
 
+/*
+ * The same for changes the capture trigger captured from this
+ * transaction's writes: also after the transaction switched to READ ONLY,
+ * which kz_stamp_record refuses (as nextval() does).
+ */
+extern int64 kz_stamp_record_captured(const KzChange *changes, int n);
+
 /* Has the current transaction recorded any entry? */
 extern bool kz_stamp_xact_recorded(void);
 
