@@ -12,7 +12,8 @@
  *		pg_proc_aclcheck by object_ownercheck/object_aclcheck, which name
  *		the catalog;
  *	  - 17 moved a backend's local transaction id from MyProc->lxid into
- *		MyProc->vxid.lxid.
+ *		MyProc->vxid.lxid, and renamed pgstat_fetch_stat_local_beentry to
+ *		pgstat_get_local_beentry_by_index.
  *	  Everything else src/ calls (SPI, the executor and utility hooks, index
  *	  and table scans, snapshots, jsonb, syscache, latches) has the same
  *	  signature in 15 and 17 (checked against both majors' headers with
@@ -30,6 +31,7 @@
 #include "catalog/pg_proc.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
+#include "utils/backend_status.h"
 
 #if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 180000
 #error "kizunasync builds against PostgreSQL 15, 16 and 17 only"
@@ -43,6 +45,20 @@ kz_my_lxid(void)
 	return MyProc->vxid.lxid;
 #else
 	return MyProc->lxid;
+#endif
+}
+
+/*
+ * The i-th (1-based) backend of this transaction's snapshot of backend
+ * statuses (pgstat_fetch_stat_numbackends() of them), or NULL.
+ */
+static inline LocalPgBackendStatus *
+kz_local_beentry(int i)
+{
+#if PG_VERSION_NUM >= 170000
+	return pgstat_get_local_beentry_by_index(i);
+#else
+	return pgstat_fetch_stat_local_beentry(i);
 #endif
 }
 
