@@ -502,7 +502,7 @@ horizon_below_run(int64 x, int64 floor, const int64 *holes, int n)
 
 void
 kz_horizon_settle(int64 in_hw, int64 pos, const int64 *in_pending, int n_in_pending,
-				  const int64 *own, int nown, int64 own_floor,
+				  const int64 *own, int nown, int64 hole_floor,
 				  const KzBucketPair *pairs, int npairs, Snapshot snap, int max_holes,
 				  KzHorizon *out)
 {
@@ -534,16 +534,14 @@ kz_horizon_settle(int64 in_hw, int64 pos, const int64 *in_pending, int n_in_pend
 		max_holes = n_in;		/* a cursor never had more than it may have */
 
 	/*
-	 * An own seq below own_floor (the reap horizon: only a bootstrap reads
-	 * there) is not claimed as a hole, which would expire the cursor: the
-	 * page ends below it.
+	 * No new hole below hole_floor (the reap horizon: only a bootstrap reads
+	 * there), where it would expire the cursor: the page ends below the
+	 * first one.
 	 */
-	for (i = 0; i < nown; i++)
-		if (own[i] > in_hw && own[i] <= pos && own[i] < own_floor)
-		{
-			hw = Min(hw, horizon_below_run(own[i], in_hw, all.v, all.n));
-			break;
-		}
+	for (i = 0; i < all.n && all.v[i] <= in_hw; i++)
+		;
+	if (i < all.n && all.v[i] < hole_floor)
+		hw = Min(hw, horizon_below_run(all.v[i], in_hw, all.v, all.n));
 
 	/* the high-water itself must not be pending: walk below a run ending at it */
 	for (i = all.n; i > 0 && all.v[i - 1] > hw; i--)

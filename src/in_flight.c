@@ -83,7 +83,8 @@ in_flight_running(TransactionId xmin, Snapshot snap)
 static void
 in_flight_note(HTAB *holders, TransactionId xmin, int64 seq, const char *table)
 {
-	TransactionId top = SubTransGetTopmostTransaction(xmin);
+	TransactionId top = TransactionIdIsCurrentTransactionId(xmin)
+		? GetTopTransactionIdIfAny() : SubTransGetTopmostTransaction(xmin);
 	InFlightHolder *h;
 	bool		found;
 	ListCell   *lc;
