@@ -62,6 +62,7 @@ typedef struct BatchList
 
 static int	batch_size = 1000;
 static int	write_time_changes = -1;
+static int	prepared_changes = -1;
 static int	batch_level = 0;
 static bool batch_flushing = false;
 static bool batch_callbacks = false;
@@ -305,16 +306,53 @@ kz_capture_batch_flush(void)
 /*
  * How many changes a transaction numbers while it runs; the rest it
  * numbers at commit.  Every open transaction then holds at most this many
- * seqs in flight, and all of them together at most KZ_CURSOR_MAX_HOLES:
- * no cursor ever needs more holes for transactions that are not
- * committing (decisions/0010, "Numbering at commit").
+ * seqs in flight, every prepared one at most batch_prepared_budget(), and
+ * all of them together at most KZ_CURSOR_MAX_HOLES: no cursor ever needs
+ * more holes for transactions that are not committing (decisions/0010,
+ * "Numbering at commit" and "Prepared transactions").
  */
 static int
 batch_write_time_budget(void)
 {
 	if (write_time_changes >= 0)
 		return write_time_changes;
+	if (prepared_changes >= 0)
+		return Max(0, (KZ_CURSOR_MAX_HOLES - max_prepared_xacts * prepared_changes) / MaxBackends);
 	return KZ_CURSOR_MAX_HOLES / (MaxBackends + max_prepared_xacts);
+}
+
+/* How many seqs a prepared transaction may hold (the same share by default). */
+static int
+batch_prepared_budget(void)
+{
+	if (prepared_changes >= 0)
+		return prepared_changes;
+	return KZ_CURSOR_MAX_HOLES / (MaxBackends + max_prepared_xacts);
+}
+
+/*
+ * A prepared transaction holds every seq it drew until COMMIT PREPARED or
+ * ROLLBACK PREPARED, which no hook of this library sees: refuse to prepare
+ * one that would hold more than its budget.  held: the seqs it would hold.
+ */
+static void
+batch_check_prepare(int64 held)
+{
+	int			budget = batch_prepared_budget();
+
+	if (held <= budget || max_prepared_xacts == 0 || MyLogicalRepWorker != NULL)
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+			 errmsg("cannot prepare a transaction with more than %d changes of synced tables",
+					budget),
+			 errdetail("The transaction has at least " INT64_FORMAT " changes. A prepared transaction "
+					   "keeps their seqs in flight until COMMIT PREPARED or ROLLBACK PREPARED, "
+					   "and a pull cannot pass more than %d seqs in flight.",
+					   held, KZ_CURSOR_MAX_HOLES),
+			 errhint("Commit it without PREPARE TRANSACTION, or split it. A superuser may raise "
+					 "kizunasync.prepared_changes, which lowers every transaction's "
+					 "kizunasync.write_time_changes.")));
 }
 
 /*
@@ -377,8 +415,14 @@ batch_xact_callback(XactEvent event, void *arg)
 	switch (event)
 	{
 		case XACT_EVENT_PRE_COMMIT:
-		case XACT_EVENT_PRE_PREPARE:
 			kz_capture_batch_flush();
+			break;
+		case XACT_EVENT_PRE_PREPARE:
+			/* what it holds and has pending: a bound before numbering it */
+			batch_check_prepare(kz_stamp_xact_held() + pending.n);
+			kz_capture_batch_flush();
+			/* exactly, once the changes stored were read */
+			batch_check_prepare(kz_stamp_xact_held());
 			break;
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PREPARE:
@@ -540,11 +584,23 @@ kz_capture_batch_init(void)
 	DefineCustomIntVariable("kizunasync.write_time_changes",
 							"Changes a transaction numbers while it runs; the rest are numbered at commit.",
 							"-1 (the default) gives each transaction the cursor's hole limit divided by "
-							"max_connections and the other backends and prepared transactions, so that "
-							"open transactions together never hold more seqs in flight than a cursor "
-							"can list as holes.",
+							"max_connections and the other backends and prepared transactions (or, when "
+							"kizunasync.prepared_changes is set, what it leaves of the limit divided by "
+							"the backends), so that open and prepared transactions together never hold "
+							"more seqs in flight than a cursor can list as holes.",
 							&write_time_changes,
 							-1, -1, INT_MAX,
+							PGC_SUSET,
+							0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("kizunasync.prepared_changes",
+							"Changes a transaction may hold when it is prepared (PREPARE TRANSACTION).",
+							"-1 (the default) gives a prepared transaction the same share of the cursor's "
+							"hole limit as kizunasync.write_time_changes gives a running one. A value "
+							"set here is reserved for every possible prepared transaction, and the "
+							"default write-time share of running transactions shrinks to what is left.",
+							&prepared_changes,
+							-1, -1, KZ_CURSOR_MAX_HOLES,
 							PGC_SUSET,
 							0,
 							NULL, NULL, NULL);

@@ -502,54 +502,64 @@ horizon_below_run(int64 x, int64 floor, const int64 *holes, int n)
 
 void
 kz_horizon_settle(int64 in_hw, int64 pos, const int64 *in_pending, int n_in_pending,
+				  const int64 *own, int nown, int64 hole_floor,
 				  const KzBucketPair *pairs, int npairs, Snapshot snap, int max_holes,
 				  KzHorizon *out)
 {
-	KzSeqList	fresh = {NULL, 0, 0};
-	int64	   *all;
-	int			n = 0;
-	int			i,
-				j;
+	KzSeqList	all = {NULL, 0, 0};
+	int			n_in = n_in_pending;
+	int			i;
 	int64		hw = pos;
 
-	if (max_holes < n_in_pending)
-		max_holes = n_in_pending;	/* a cursor never had more than it may have */
-
 	/* pending seqs in (in_hw, pos] of the requested pairs: the first that can matter */
-	horizon_pair_holes(pairs, npairs, in_hw + 1, pos, snap, max_holes + 1, &fresh);
+	horizon_pair_holes(pairs, npairs, in_hw + 1, pos, snap, max_holes + 1, &all);
 
-	/* merge two ascending distinct lists (incoming ones are all <= in_hw) */
-	all = palloc(sizeof(int64) * Max(n_in_pending + fresh.n, 1));
-	for (i = 0, j = 0; i < n_in_pending || j < fresh.n;)
+	/*
+	 * With the incoming holes still pending (all <= in_hw) and the seqs of
+	 * keys the pulling transaction changed (own: the caller read their
+	 * entries as visible, but they are holes all the same).
+	 */
+	for (i = 0; i < n_in_pending; i++)
+		seqlist_add(&all, in_pending[i]);
+	for (i = 0; i < nown; i++)
 	{
-		int64		v;
-
-		if (j >= fresh.n || (i < n_in_pending && in_pending[i] <= fresh.v[j]))
-		{
-			v = in_pending[i++];
-			if (j < fresh.n && fresh.v[j] == v)
-				j++;
-		}
-		else
-			v = fresh.v[j++];
-		all[n++] = v;
+		if (own[i] < 1 || own[i] > pos)
+			continue;
+		if (own[i] <= in_hw)
+			n_in++;				/* an incoming hole it keeps */
+		seqlist_add(&all, own[i]);
 	}
+	seqlist_sort_unique(&all);
+	if (max_holes < n_in)
+		max_holes = n_in;		/* a cursor never had more than it may have */
+
+	/*
+	 * No new hole below hole_floor (the reap horizon: only a bootstrap reads
+	 * there), where it would expire the cursor: the page ends below the
+	 * first one.
+	 */
+	for (i = 0; i < all.n && all.v[i] <= in_hw; i++)
+		;
+	if (i < all.n && all.v[i] < hole_floor)
+		hw = Min(hw, horizon_below_run(all.v[i], in_hw, all.v, all.n));
 
 	/* the high-water itself must not be pending: walk below a run ending at it */
-	if (hw > in_hw && n > 0 && all[n - 1] == hw)
-		hw = horizon_below_run(hw + 1, in_hw, all, n);
+	for (i = all.n; i > 0 && all.v[i - 1] > hw; i--)
+		;
+	if (hw > in_hw && i > 0 && all.v[i - 1] == hw)
+		hw = horizon_below_run(hw + 1, in_hw, all.v, all.n);
 
 	/* too many holes below it: end just below the first that does not fit */
-	for (i = 0; i < n && all[i] < hw; i++)
+	for (i = 0; i < all.n && all.v[i] < hw; i++)
 		;
 	if (i > max_holes)
-		hw = horizon_below_run(all[max_holes], in_hw, all, n);
-	for (i = 0; i < n && all[i] < hw; i++)
+		hw = horizon_below_run(all.v[max_holes], in_hw, all.v, all.n);
+	for (i = 0; i < all.n && all.v[i] < hw; i++)
 		;
 
 	out->high_water = hw;
 	out->nholes = i;
-	out->holes = i > 0 ? all : NULL;
+	out->holes = i > 0 ? all.v : NULL;
 	out->lowered = hw < pos;
 }
 

@@ -62,16 +62,21 @@ extern int64 kz_horizon_highest_visible(int64 floor, int64 L, Snapshot snap);
 /*
  * The cursor for a page whose position is pos (every candidate <= pos of
  * the requested pairs has been read from snap): holes are the incoming
- * holes still pending (in_pending, ascending, all <= in_hw) and the pending
- * seqs in (in_hw, pos] of the requested pairs.  The high-water is pos,
- * lowered while it is itself pending, and lowered below the first hole
- * that does not fit when there are more than max_holes (never below
- * in_hw).  out->lowered tells the caller to drop the page's entries above
- * out->high_water.  Nothing above out->high_water is claimed, and
- * everything at or below it is classified.
+ * holes still pending (in_pending, ascending, all <= in_hw), the pending
+ * seqs in (in_hw, pos] of the requested pairs, and the seqs in own (any
+ * order, those above pos ignored): entries the page read as visible whose
+ * row the pulling transaction has changed, which stay owed until it ends.
+ * The high-water is pos, lowered below the first hole in (in_hw, pos]
+ * under hole_floor (the reap horizon: a hole there would expire the
+ * cursor), lowered while it is itself a hole, and lowered below the first hole that does not fit when
+ * there are more than max_holes (never below in_hw).  out->lowered tells
+ * the caller to drop the page's entries above out->high_water.  Nothing
+ * above out->high_water is claimed, and everything at or below it is
+ * classified.
  */
 extern void kz_horizon_settle(int64 in_hw, int64 pos, const int64 *in_pending,
-							  int n_in_pending, const KzBucketPair *pairs, int npairs,
+							  int n_in_pending, const int64 *own, int nown, int64 hole_floor,
+							  const KzBucketPair *pairs, int npairs,
 							  Snapshot snap, int max_holes, KzHorizon *out);
 
 /*

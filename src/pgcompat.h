@@ -12,7 +12,8 @@
  *		pg_proc_aclcheck by object_ownercheck/object_aclcheck, which name
  *		the catalog;
  *	  - 17 moved a backend's local transaction id from MyProc->lxid into
- *		MyProc->vxid.lxid;
+ *		MyProc->vxid.lxid, and renamed pgstat_fetch_stat_local_beentry to
+ *		pgstat_get_local_beentry_by_index;
  *	  - 17's makeJsonLexContextCstringLen takes the context to fill (NULL:
  *		allocate one) and a size_t length.
  *	  Everything else src/ calls (SPI, the executor and utility hooks, index
@@ -34,6 +35,7 @@
 #include "mb/pg_wchar.h"
 #include "storage/proc.h"
 #include "utils/acl.h"
+#include "utils/backend_status.h"
 
 #if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 180000
 #error "kizunasync builds against PostgreSQL 15, 16 and 17 only"
@@ -47,6 +49,20 @@ kz_my_lxid(void)
 	return MyProc->vxid.lxid;
 #else
 	return MyProc->lxid;
+#endif
+}
+
+/*
+ * The i-th (1-based) backend of this transaction's snapshot of backend
+ * statuses (pgstat_fetch_stat_numbackends() of them), or NULL.
+ */
+static inline LocalPgBackendStatus *
+kz_local_beentry(int i)
+{
+#if PG_VERSION_NUM >= 170000
+	return pgstat_get_local_beentry_by_index(i);
+#else
+	return pgstat_fetch_stat_local_beentry(i);
 #endif
 }
 

@@ -104,6 +104,8 @@ typedef struct PullPage
 	bool		progress;
 	const KzPullSource *hidden_ungranted;	/* a withheld change of a pair
 											 * without a grant (standby check) */
+	int64	   *own;			/* seqs of candidates whose row this transaction wrote */
+	int			nown;
 } PullPage;
 
 /* ------------------------------------------------------------ the request */
@@ -335,6 +337,7 @@ pull_walk(PullCall *pc, KzPullStream *s, PullPage *pg, bool *capped, bool *more)
 	int			i;
 
 	*capped = *more = false;
+	pg->own = palloc(sizeof(int64) * ((Size) pc->settings.max_pull_scan + 1));
 	while (!*capped && !*more)
 	{
 		int			need = (int) Min((int64) pc->limit + 1 - entries,
@@ -343,6 +346,7 @@ pull_walk(PullCall *pc, KzPullStream *s, PullPage *pg, bool *capped, bool *more)
 
 		if (n == 0)
 			break;
+		kz_stream_mark_own_keys(&pc->pt, batch, n);
 		kz_stream_render(&pc->pt, batch, n);
 		for (i = 0; i < n; i++)
 		{
@@ -360,6 +364,12 @@ pull_walk(PullCall *pc, KzPullStream *s, PullPage *pg, bool *capped, bool *more)
 			last_scanned = c->seq;
 			if (c->own)
 				continue;		/* ours: a hole until we commit */
+			if (c->own_key)
+			{
+				/* our row: what we see of it may never commit */
+				pg->own[pg->nown++] = c->seq;
+				continue;
+			}
 			in_scope = kz_stream_in_scope(&pc->pt, c);
 			if (tomb ? in_scope : !in_scope)
 			{
@@ -501,8 +511,21 @@ pull_attempt(PullCall *pc, Snapshot snap, PullPage *pg)
 		pull_standby_grant_check(&s, cur->high_water, Max(L, cur->high_water), gone, ngone,
 								 pg->hidden_ungranted);
 	npairs = kz_stream_pairs(&s, &pairs);
-	kz_horizon_settle(cur->high_water, pos, pending, npending, pairs, npairs, snap,
-					  KZ_CURSOR_MAX_HOLES, &hz);
+	kz_horizon_settle(cur->high_water, pos, pending, npending, pg->own, pg->nown,
+					  rs.reaped_seq, pairs, npairs, snap, KZ_CURSOR_MAX_HOLES, &hz);
+	if (rs.have_first_seq && hz.high_water > cur->high_water && hz.high_water < rs.first_seq)
+	{
+		/*
+		 * Lowered below this incarnation's first seq (its first entries are
+		 * holes): nothing lies between there and the incoming high-water,
+		 * and a cursor below the first seq would read as another
+		 * incarnation's.
+		 */
+		hz.high_water = cur->high_water;
+		hz.lowered = hz.high_water < pos;
+		while (hz.nholes > 0 && hz.holes[hz.nholes - 1] >= hz.high_water)
+			hz.nholes--;
+	}
 	if (hz.lowered)
 	{
 		/* the page ends below the first change it may not claim */
@@ -515,6 +538,16 @@ pull_attempt(PullCall *pc, Snapshot snap, PullPage *pg)
 		int64		start = pc->start_e == 0 ? 0 : Min(pc->start_e, hz.high_water);
 
 		pg->cursor_out = pull_encode_cursor(true, start, &hz);
+		pg->has_more = true;
+	}
+	else if (pc->start_e == 0 && hz.high_water > 0 && hz.high_water < rs.reaped_seq)
+	{
+		/*
+		 * A bootstrap lowered below the reap horizon (a hole there that it
+		 * may not claim) stays a bootstrap: a checkpoint there would be
+		 * expired at the next pull.
+		 */
+		pg->cursor_out = pull_encode_cursor(true, 0, &hz);
 		pg->has_more = true;
 	}
 	else
@@ -657,13 +690,16 @@ pull_insert_end(void)
 	return ptr;
 }
 
-/* May a pull that made no progress wait for the changes in flight? */
+/*
+ * May a pull that made no progress wait for the changes in flight?  Not for
+ * its own transaction's: a new snapshot would show nothing new.
+ */
 static bool
-pull_may_wait(PullCall *pc, TimestampTz began)
+pull_may_wait(PullCall *pc, const PullPage *pg, TimestampTz began)
 {
 	if (pc->settings.pull_wait_ms <= 0 || IsolationUsesXactSnapshot() ||
-		kz_stamp_xact_recorded())
-		return false;			/* a new snapshot would see nothing new */
+		kz_stamp_xact_recorded() || pg->nown > 0)
+		return false;
 	return !TimestampDifferenceExceeds(began, GetCurrentTimestamp(), pc->settings.pull_wait_ms);
 }
 
@@ -722,7 +758,7 @@ pull_call(FunctionCallInfo fcinfo)
 			pull_attempt(pc, snap, &pg);
 			PopActiveSnapshot();
 			UnregisterSnapshot(snap);
-			if (pg.progress || !pull_may_wait(pc, began))
+			if (pg.progress || !pull_may_wait(pc, &pg, began))
 			{
 				if (pg.behind)
 					pull_needs_primary("this standby has not replayed the cursor's position yet",

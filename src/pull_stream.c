@@ -20,6 +20,7 @@
 #include "grants.h"
 #include "pull_stream.h"
 #include "render.h"
+#include "rowprobe.h"
 #include "spi.h"
 
 #define STREAM_WINDOW_COLS \
@@ -143,6 +144,7 @@ stream_collect(uint64 nrows, KzPullSource *src, KzCandidate *cands, int *n)
 			c->deleted_at = DatumGetTimestampTz(SPI_getbinval(tup, tt->tupdesc, 3, &isnull));
 		c->own = TransactionIdIsCurrentTransactionId(
 			DatumGetTransactionId(SPI_getbinval(tup, tt->tupdesc, 4, &isnull)));
+		c->own_key = false;
 		c->src = src;
 		c->row = NULL;
 		(*n)++;
@@ -405,6 +407,44 @@ stream_render_filter(const KzPullTables *pt, KzTableDesc *t)
 }
 
 void
+kz_stream_mark_own_keys(const KzPullTables *pt, KzCandidate *batch, int n)
+{
+	char	  **pks;
+	int		   *pos;
+	bool	   *changed;
+	int			ti,
+				i;
+
+	/* a transaction that wrote nothing has no xid */
+	if (!TransactionIdIsValid(GetTopTransactionIdIfAny()))
+		return;
+	pks = palloc(sizeof(char *) * Max(n, 1));
+	pos = palloc(sizeof(int) * Max(n, 1));
+	changed = palloc(sizeof(bool) * Max(n, 1));
+	for (ti = 0; ti < pt->ntables; ti++)
+	{
+		KzTableDesc *t = pt->tables[ti];
+		int			cnt = 0;
+
+		for (i = 0; i < n; i++)
+		{
+			if (batch[i].src->table != t || batch[i].own)
+				continue;		/* its entry is ours: a hole already */
+			pks[cnt] = batch[i].pk;
+			pos[cnt++] = i;
+		}
+		if (cnt == 0)
+			continue;
+		kz_rows_changed_in_xact(t->conf, pks, cnt, changed);
+		for (i = 0; i < cnt; i++)
+			batch[pos[i]].own_key = changed[i];
+	}
+	pfree(pks);
+	pfree(pos);
+	pfree(changed);
+}
+
+void
 kz_stream_render(const KzPullTables *pt, KzCandidate *batch, int n)
 {
 	char	  **pks = palloc(sizeof(char *) * Max(n, 1));
@@ -420,7 +460,7 @@ kz_stream_render(const KzPullTables *pt, KzCandidate *batch, int n)
 
 		for (i = 0; i < n; i++)
 		{
-			if (batch[i].src->table != t || batch[i].own)
+			if (batch[i].src->table != t || batch[i].own || batch[i].own_key)
 				continue;
 			pks[cnt] = batch[i].pk;
 			pos[cnt++] = i;

@@ -40,6 +40,7 @@ typedef struct KzCandidate
 	char	   *pk;
 	TimestampTz deleted_at;		/* tombstones only */
 	bool		own;			/* written by the pulling transaction itself */
+	bool		own_key;		/* its row was written by the pulling transaction */
 	Jsonb	   *row;			/* rendered row, NULL when not visible */
 } KzCandidate;
 
@@ -87,7 +88,19 @@ extern const KzPullSource *kz_stream_ungranted_tombstones(const KzPullStream *s,
  */
 extern int	kz_stream_next(KzPullStream *s, KzCandidate *batch, int need);
 
-/* Render the batch's rows as the current user (one statement per table). */
+/*
+ * Mark the candidates whose row the pulling transaction has written (inserted,
+ * updated or deleted, in any of its subtransactions still alive), whether or
+ * not its change was numbered yet: what the pull's snapshot shows of such a
+ * row may never commit, and what it hides may come back (decisions/0010,
+ * "Corrections", item 3).  Costs nothing in a transaction without an xid.
+ */
+extern void kz_stream_mark_own_keys(const KzPullTables *pt, KzCandidate *batch, int n);
+
+/*
+ * Render the batch's rows as the current user (one statement per table),
+ * except the candidates marked own or own_key.
+ */
 extern void kz_stream_render(const KzPullTables *pt, KzCandidate *batch, int n);
 
 /*

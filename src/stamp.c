@@ -60,6 +60,7 @@
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/jsonb.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/timestamp.h"
 
@@ -73,10 +74,97 @@
 static int64 stamp_wait_after_draw = 0;
 static LocalTransactionId stamp_recorded_lxid = InvalidLocalTransactionId;
 
+/*
+ * Seqs the current transaction drew, by the subtransaction that drew them,
+ * in drawing order (so subids ascend): a subtransaction's abort drops the
+ * runs of it and of the subtransactions nested in it (while it is open,
+ * every newer one is nested in it), whose entries are dead.
+ */
+typedef struct StampDrawn
+{
+	SubTransactionId subid;
+	int64		n;
+} StampDrawn;
+
+static StampDrawn *stamp_drawn = NULL;	/* in TopMemoryContext */
+static int	stamp_ndrawn = 0;
+static int	stamp_maxdrawn = 0;
+static int64 stamp_held = 0;
+static bool stamp_callbacks = false;
+
 bool
 kz_stamp_xact_recorded(void)
 {
 	return stamp_recorded_lxid == kz_my_lxid();
+}
+
+int64
+kz_stamp_xact_held(void)
+{
+	return stamp_recorded_lxid == kz_my_lxid() ? stamp_held : 0;
+}
+
+static void
+stamp_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			stamp_ndrawn = 0;
+			stamp_held = 0;
+			break;
+		case XACT_EVENT_PRE_COMMIT:
+		case XACT_EVENT_PARALLEL_PRE_COMMIT:
+		case XACT_EVENT_PRE_PREPARE:
+			break;
+	}
+}
+
+static void
+stamp_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	while (stamp_ndrawn > 0 && stamp_drawn[stamp_ndrawn - 1].subid >= mySubid)
+		stamp_held -= stamp_drawn[--stamp_ndrawn].n;
+}
+
+/* n more seqs drawn by the current subtransaction */
+static void
+stamp_note_drawn(int64 n)
+{
+	SubTransactionId cur = GetCurrentSubTransactionId();
+
+	if (!stamp_callbacks)
+	{
+		RegisterXactCallback(stamp_xact_callback, NULL);
+		RegisterSubXactCallback(stamp_subxact_callback, NULL);
+		stamp_callbacks = true;
+	}
+	if (stamp_recorded_lxid != kz_my_lxid())
+	{
+		stamp_ndrawn = 0;
+		stamp_held = 0;
+	}
+	if (stamp_ndrawn == 0 || stamp_drawn[stamp_ndrawn - 1].subid != cur)
+	{
+		if (stamp_ndrawn == stamp_maxdrawn)
+		{
+			stamp_maxdrawn = Max(16, stamp_maxdrawn * 2);
+			stamp_drawn = stamp_drawn == NULL
+				? MemoryContextAlloc(TopMemoryContext, sizeof(StampDrawn) * stamp_maxdrawn)
+				: repalloc(stamp_drawn, sizeof(StampDrawn) * stamp_maxdrawn);
+		}
+		stamp_drawn[stamp_ndrawn].subid = cur;
+		stamp_drawn[stamp_ndrawn++].n = 0;
+	}
+	stamp_drawn[stamp_ndrawn - 1].n += n;
+	stamp_held += n;
 }
 
 void
@@ -316,6 +404,7 @@ kz_stamp_record(const KzChange *changes, int n)
 
 	if (n <= 0)
 		return 0;
+	stamp_note_drawn(n);
 	stamp_recorded_lxid = kz_my_lxid();
 	seqid = kz_bk_relid("change_seq");
 

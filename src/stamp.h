@@ -46,6 +46,13 @@ extern int64 kz_stamp_record_captured(const KzChange *changes, int n);
 extern bool kz_stamp_xact_recorded(void);
 
 /*
+ * Seqs the current transaction has drawn and holds: those of its
+ * subtransactions that were rolled back are not counted (their entries are
+ * dead).
+ */
+extern int64 kz_stamp_xact_held(void);
+
+/*
  * Refuse (54000) a key or bucket value text too long for an entry, naming
  * the table; called where the change is captured.
  */

@@ -3,7 +3,7 @@
 -- reach the extension only through the granted functions: anon gets nothing
 -- at all (not even USAGE); authenticated gets USAGE and EXECUTE on the
 -- client RPCs; service_role also the operator functions and the status
--- view; the database owner (pg_database_owner, e.g. Supabase's postgres)
+-- and in_flight views; the database owner (pg_database_owner, e.g. Supabase's postgres)
 -- provisions the tables it owns, changes settings and runs the operator
 -- functions.  Every bookkeeping table and internal helper stays private to
 -- the extension owner.
@@ -34,3 +34,6 @@ GRANT EXECUTE ON FUNCTION
 	kizunasync.configure(integer, integer, integer, boolean, integer, integer, integer, integer, text, text, text)
 	TO pg_database_owner;
 GRANT SELECT ON kizunasync.status TO service_role, pg_database_owner;
+-- the in_flight view calls its function as the reader
+GRANT EXECUTE ON FUNCTION kizunasync._in_flight() TO service_role, pg_database_owner;
+GRANT SELECT ON kizunasync.in_flight TO service_role, pg_database_owner;

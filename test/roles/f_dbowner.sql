@@ -1,14 +1,14 @@
 -- F. A non-superuser database owner runs the extension; nobody else can.
 -- db: kz_roles_owned
 -- owner: kz_dbowner
--- plan: 48
+-- plan: 54
 --
 -- Supabase's "postgres" is not a superuser but owns the database.  The
 -- runner made kz_dbowner (LOGIN NOSUPERUSER) the owner of kz_roles_owned and
 -- installed the stand-ins and the extension there as postgres.  Per
 -- decisions/0060 (pg_database_owner): in its own session kz_dbowner can
 -- provision (sync_table, unsync_table, repair_table, resync_bucket) the tables it owns,
--- read kizunasync.status, configure the settings and run the retention
+-- read kizunasync.status and kizunasync.in_flight, configure the settings and run the retention
 -- functions and schedule_jobs; it cannot provision another role's table
 -- (42501) nor touch a bookkeeping table directly (42501).  An ordinary role
 -- that is not the database owner can do none of it (42501), a member of
@@ -50,6 +50,10 @@ SELECT kzt.is(nullif(:'n', ''), '2', 'F dbowner: sync_table recorded the 2 exist
 SELECT count(*) AS n FROM kizunasync.status WHERE table_name = 't' \gset
 SELECT kzt.expect(:'SQLSTATE', '00000', 'F dbowner: SELECT * FROM kizunasync.status', :'LAST_ERROR_MESSAGE');
 SELECT kzt.is(nullif(:'n', ''), '1', 'F dbowner: the status view shows its table');
+\set n ''
+SELECT count(*) AS n FROM kizunasync.in_flight \gset
+SELECT kzt.expect(:'SQLSTATE', '00000', 'F dbowner: SELECT * FROM kizunasync.in_flight', :'LAST_ERROR_MESSAGE');
+SELECT kzt.is(nullif(:'n', ''), '0', 'F dbowner: nothing is in flight');
 \set cfg ''
 SELECT kizunasync.configure(max_pull_limit => 1000) AS cfg \gset
 SELECT kzt.expect(:'SQLSTATE', '00000', 'F dbowner: configure(max_pull_limit => 1000)', :'LAST_ERROR_MESSAGE');
@@ -119,6 +123,8 @@ INSERT INTO calls VALUES
 	('SELECT kizunasync.resync_bucket(''public.t_other_synced'', ''{}'')'),
 	('SELECT kizunasync.configure(max_pull_limit => 1)'),
 	('SELECT * FROM kizunasync.status'),
+	('SELECT * FROM kizunasync.in_flight'),
+	('SELECT * FROM kizunasync._in_flight()'),
 	('SELECT kizunasync.reap_tombstones()'),
 	('SELECT kizunasync.compact_changelog()'),
 	('SELECT kizunasync.prune_clients()'),
@@ -133,6 +139,8 @@ INSERT INTO calls VALUES
 	('SELECT kizunasync.resync_bucket(''public.t_other_synced'', ''{}'')'),
 	('SELECT kizunasync.configure(max_pull_limit => 1)'),
 	('SELECT * FROM kizunasync.status'),
+	('SELECT * FROM kizunasync.in_flight'),
+	('SELECT * FROM kizunasync._in_flight()'),
 	('SELECT kizunasync.reap_tombstones()'),
 	('SELECT kizunasync.compact_changelog()'),
 	('SELECT kizunasync.prune_clients()'),

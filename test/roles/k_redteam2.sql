@@ -175,7 +175,15 @@ FETCH 2 FROM k2c;
 CLOSE k2c;
 INSERT INTO public.k2_src VALUES (1), (2);
 COMMIT;
--- the same in a prepared transaction, committed by the owner's session below
+-- the same in a prepared transaction, committed by the owner's session below;
+-- it holds more changes than a prepared transaction's default share (3 here),
+-- which the superuser raised for this role's sessions meanwhile (it lowers
+-- their write-time share to 0: decisions/0010, "Prepared transactions";
+-- prepared_txn.spec tests the refusal)
+\connect - postgres
+ALTER ROLE kz_r_k2_api IN DATABASE kz_roles_k_red2 SET kizunasync.prepared_changes = 64;
+\connect - kz_r_k2_api
+\set ON_ERROR_STOP 1
 BEGIN;
 COPY public.k2_t (id, v) FROM STDIN;
 3001	prepared
@@ -187,6 +195,7 @@ COMMIT PREPARED 'kz_k2_prep';
 
 \connect - postgres
 \set ON_ERROR_STOP 1
+ALTER ROLE kz_r_k2_api IN DATABASE kz_roles_k_red2 RESET kizunasync.prepared_changes;
 SELECT kzt.is(string_agg(format('%s/%s', t.id, t.v), ', ' ORDER BY t.id), NULL,
 	'K2: every committed k2_t row version has its entry (its own xmin)')
   FROM public.k2_t t
