@@ -114,7 +114,9 @@ def wait_replayed(db, lsn=None, timeout=60):
         flush_primary(db)
     t0 = time.monotonic()
     while True:
-        if one(db, "SELECT pg_last_wal_replay_lsn() >= '%s'::pg_lsn" % lsn, standby=True) == "t":
+        # asked of the standby's postgres database: db itself may not be
+        # replayed yet (a database just created on the primary)
+        if one("postgres", "SELECT pg_last_wal_replay_lsn() >= '%s'::pg_lsn" % lsn, standby=True) == "t":
             return lsn
         if time.monotonic() - t0 > timeout:
             raise Failed("standby did not replay up to %s in %ds" % (lsn, timeout))

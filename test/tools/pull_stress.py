@@ -94,7 +94,9 @@ def wait_replayed(db):
     lsn = run_sql(db, "SELECT pg_current_wal_lsn()").strip()
     run_sql(db, "SELECT txid_current()")  # flushes WAL up to lsn
     for _ in range(6000):
-        if run_sql(standby_conninfo(db), "SELECT pg_last_wal_replay_lsn() >= '%s'::pg_lsn" % lsn).strip() == "t":
+        # asked of the standby's postgres database: db itself may not be
+        # replayed yet (a database just created on the primary)
+        if run_sql(standby_conninfo("postgres"), "SELECT pg_last_wal_replay_lsn() >= '%s'::pg_lsn" % lsn).strip() == "t":
             return
         time.sleep(0.01)
     raise RuntimeError("the standby did not replay up to %s" % lsn)
