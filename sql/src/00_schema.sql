@@ -153,16 +153,19 @@ CREATE TABLE kizunasync.changelog (
 );
 CREATE INDEX changelog_bucket_idx ON kizunasync.changelog (table_name, bucket_value, seq);
 
--- Deletes and bucket move-outs: one per (table, row key, bucket value left).
+-- Deletes and bucket move-outs: one per (table, row key, bucket value left),
+-- as the writers keep it.  The key index is not unique: a writer replaces
+-- the key's tombstone without waiting for a reap that holds the old one, so
+-- when that reap rolls back the key has two for a while (decisions/0003).
 CREATE TABLE kizunasync.tombstones (
 	seq                 bigint PRIMARY KEY,
 	table_name          text COLLATE "C" NOT NULL,
 	pk                  text COLLATE "C" NOT NULL,
 	bucket_value        text COLLATE "C" NOT NULL DEFAULT '',
 	bucket_snapshot     jsonb NOT NULL DEFAULT '{}',
-	deleted_at          timestamptz NOT NULL DEFAULT now(),
-	UNIQUE (table_name, pk, bucket_value)
+	deleted_at          timestamptz NOT NULL DEFAULT now()
 );
+CREATE INDEX tombstones_key_idx ON kizunasync.tombstones (table_name, pk, bucket_value);
 CREATE INDEX tombstones_bucket_idx ON kizunasync.tombstones (table_name, bucket_value, seq);
 CREATE INDEX tombstones_deleted_at_idx ON kizunasync.tombstones (deleted_at);
 

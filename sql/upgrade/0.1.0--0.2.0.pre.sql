@@ -259,6 +259,10 @@ ALTER TABLE kizunasync.tombstones
 	ALTER COLUMN table_name TYPE text COLLATE "C",
 	ALTER COLUMN pk TYPE text COLLATE "C",
 	ALTER COLUMN bucket_value TYPE text COLLATE "C";
+-- A writer replaces a key's tombstone without waiting for a reap that holds
+-- it, so the key index is not unique (decisions/0003).
+ALTER TABLE kizunasync.tombstones DROP CONSTRAINT tombstones_table_name_pk_bucket_value_key;
+CREATE INDEX tombstones_key_idx ON kizunasync.tombstones (table_name, pk, bucket_value);
 ALTER TABLE kizunasync.bucket_grants
 	ALTER COLUMN user_id TYPE text COLLATE "C" USING user_id::text,
 	ALTER COLUMN table_name TYPE text COLLATE "C",
