@@ -157,6 +157,7 @@ CREATE INDEX changelog_bucket_idx ON kizunasync.changelog (table_name, bucket_va
 -- as the writers keep it.  The key index is not unique: a writer replaces
 -- the key's tombstone without waiting for a reap that holds the old one, so
 -- when that reap rolls back the key has two for a while (decisions/0003).
+-- The reap walks the seq index (src/reap.c); there is no deleted_at index.
 CREATE TABLE kizunasync.tombstones (
 	seq                 bigint PRIMARY KEY,
 	table_name          text COLLATE "C" NOT NULL,
@@ -167,7 +168,6 @@ CREATE TABLE kizunasync.tombstones (
 );
 CREATE INDEX tombstones_key_idx ON kizunasync.tombstones (table_name, pk, bucket_value);
 CREATE INDEX tombstones_bucket_idx ON kizunasync.tombstones (table_name, bucket_value, seq);
-CREATE INDEX tombstones_deleted_at_idx ON kizunasync.tombstones (deleted_at);
 
 -- (user, table, bucket value) pairs a user has received a live row from.
 -- user_id is the JWT "sub" (any text: third-party auth ids are not uuids).
@@ -242,13 +242,19 @@ CREATE TABLE kizunasync.clients (
 CREATE INDEX clients_user_id_idx ON kizunasync.clients (user_id);
 CREATE INDEX clients_last_seen_idx ON kizunasync.clients (last_seen);
 
--- Reap horizon: zero or one row; the highest seq ever reaped, and the first
--- seq of this incarnation of the extension (written by provisioning).
+-- Reap horizon: zero or one row; the highest seq ever reaped, the first
+-- seq of this incarnation of the extension (written by provisioning), and
+-- where the reap's walks over the tombstones go on (src/reap.c,
+-- decisions/0003): walk_seqs[i] is the position of the walk of TTL
+-- walk_ttl_days[i]; TTL 0 is the floor walk, below whose position every
+-- tombstone is gone.
 CREATE TABLE kizunasync.reap_state (
 	id                  boolean PRIMARY KEY DEFAULT true CHECK (id),
 	reaped_seq          bigint NOT NULL DEFAULT 0,
 	reaped_at           timestamptz,
-	first_seq           bigint
+	first_seq           bigint,
+	walk_ttl_days       integer[],
+	walk_seqs           bigint[]
 );
 
 -- pg_dump keeps user state of an extension only for registered objects.

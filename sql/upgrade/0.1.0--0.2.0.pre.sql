@@ -260,8 +260,10 @@ ALTER TABLE kizunasync.tombstones
 	ALTER COLUMN pk TYPE text COLLATE "C",
 	ALTER COLUMN bucket_value TYPE text COLLATE "C";
 -- A writer replaces a key's tombstone without waiting for a reap that holds
--- it, so the key index is not unique (decisions/0003).
+-- it, so the key index is not unique; the reap walks the seq index, so
+-- deleted_at has none (decisions/0003).
 ALTER TABLE kizunasync.tombstones DROP CONSTRAINT tombstones_table_name_pk_bucket_value_key;
+DROP INDEX kizunasync.tombstones_deleted_at_idx;
 CREATE INDEX tombstones_key_idx ON kizunasync.tombstones (table_name, pk, bucket_value);
 ALTER TABLE kizunasync.bucket_grants
 	ALTER COLUMN user_id TYPE text COLLATE "C" USING user_id::text,
@@ -329,6 +331,7 @@ UPDATE kizunasync.settings SET
 
 -- Reap state: the first seq of this incarnation is known exactly: 0.1.0's
 -- change_seq started at 1 (decisions/0084).
-ALTER TABLE kizunasync.reap_state ADD COLUMN first_seq bigint;
+ALTER TABLE kizunasync.reap_state ADD COLUMN first_seq bigint,
+	ADD COLUMN walk_ttl_days integer[], ADD COLUMN walk_seqs bigint[];
 INSERT INTO kizunasync.reap_state (id, reaped_seq, first_seq) VALUES (true, 0, 1)
 	ON CONFLICT (id) DO UPDATE SET first_seq = 1;
