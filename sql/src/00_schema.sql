@@ -210,22 +210,31 @@ SELECT pg_catalog.setval('kizunasync.conflict_journal_id_seq',
 		(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,
 		false);
 
--- Exactly-once verdict ledger.  No row copies are kept: a stored verdict's
--- server_row is JSON null and is rendered again on replay.
+-- Exactly-once verdict ledger: what a replay answers, and no more
+-- (decisions/0033).  reason is NULL for an applied verdict; server_row says
+-- whether the verdict carries a server_row key, which a replay renders
+-- again from table_name and pk (kept only then: no row copies are kept).
+-- Narrow columns first: the row of an applied verdict is its key, time,
+-- flag and user.  verdict is set only in rows a 0.1.0 dump brings (its
+-- ledger kept the verdict as jsonb; a replay reads it as 0.1.0 did), and
+-- then server_row is NULL.
 CREATE TABLE kizunasync.verdicts (
-	mutation_id         uuid PRIMARY KEY,
+	mutation_id         uuid CONSTRAINT verdicts_pkey PRIMARY KEY,
+	recorded_at         timestamptz NOT NULL DEFAULT now(),
+	server_row          boolean,
 	user_id             text COLLATE "C",
+	reason              text COLLATE "C",
 	table_name          text COLLATE "C",
 	pk                  text COLLATE "C",
-	verdict             jsonb NOT NULL,
-	recorded_at         timestamptz NOT NULL DEFAULT now(),
-	rejected            boolean GENERATED ALWAYS AS
-		((verdict OPERATOR(pg_catalog.->>) 'verdict') OPERATOR(pg_catalog.=) 'rejected') STORED
+	verdict             jsonb,
+	CONSTRAINT verdicts_one_form CHECK ((server_row IS NULL) = (verdict IS NOT NULL))
 );
 CREATE INDEX verdicts_recorded_at_idx ON kizunasync.verdicts (recorded_at);
 -- A user's recorded rejections, newest first: push keeps at most a fixed
--- number of them per user (src/ledger.c, decisions/0033).
-CREATE INDEX verdicts_user_rejected_idx ON kizunasync.verdicts (user_id, rejected, recorded_at);
+-- number of them per user (src/ledger.c, decisions/0033).  Applied
+-- verdicts are not in it.
+CREATE INDEX verdicts_user_rejected_idx ON kizunasync.verdicts (user_id, recorded_at)
+	WHERE reason IS NOT NULL;
 
 -- Optional client registry: the last cursor handed out, and the reap
 -- horizon when the client's latest bootstrap began (a paused bootstrap

@@ -43,9 +43,9 @@ INSERT INTO auth.users (id) VALUES ('00000000-0000-4000-8000-a10000000001');
 INSERT INTO kizunasync.clients (client_id, user_id, last_seen) VALUES
   ('00000000-0000-4000-8000-c10000000001', '00000000-0000-4000-8000-a10000000001', now() - interval '91 days'),
   ('00000000-0000-4000-8000-c10000000002', '00000000-0000-4000-8000-a10000000001', now());
-INSERT INTO kizunasync.verdicts (mutation_id, user_id, verdict, recorded_at) VALUES
-  ('00000000-0000-4000-8000-f10000000001', NULL, '{}', now() - interval '100 days'),
-  ('00000000-0000-4000-8000-f10000000002', NULL, '{}', now());
+INSERT INTO kizunasync.verdicts (mutation_id, user_id, server_row, recorded_at) VALUES
+  ('00000000-0000-4000-8000-f10000000001', NULL, false, now() - interval '100 days'),
+  ('00000000-0000-4000-8000-f10000000002', NULL, false, now());
 INSERT INTO kizunasync.bucket_grants (user_id, table_name, bucket_value) VALUES
   ('00000000-0000-4000-8000-a10000000001', 't', ''),
   ('00000000-0000-4000-8000-a10000000002', 't', '');
