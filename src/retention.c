@@ -369,7 +369,9 @@ retention_walks_store(const RetentionWalks *stored, int32 *ttl_days, int64 *next
 /*
  * The table names a bookkeeping table holds rows of, found by a loose scan
  * of its index led by table_name (one probe per name, whatever the rows),
- * that sql's condition keeps: sql is a statement over "names(n)".
+ * that sql's condition keeps: sql is a statement over "names(n)", ending
+ * with its order (by name, so that a call bounded by max_rows works through
+ * the same names first every time).
  */
 #define RETENTION_NAMES(rel) \
 	"WITH RECURSIVE names(n) AS (" \
@@ -487,7 +489,8 @@ retention_reap_body(FunctionCallInfo fcinfo)
 	names = retention_names(RETENTION_NAMES("row_hlc")
 							" AND NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables c"
 							"  WHERE c.table_name OPERATOR(pg_catalog.=) names.n"
-							"    AND c.conflict_mode OPERATOR(pg_catalog.=) 'hlc')");
+							"    AND c.conflict_mode OPERATOR(pg_catalog.=) 'hlc')"
+							" ORDER BY names.n");
 	left = max_rows;
 	foreach(lc, names)
 	{
@@ -531,7 +534,8 @@ retention_compact_body(FunctionCallInfo fcinfo)
 	const char *fname = "kizunasync.compact_changelog()";
 	const char *orphans = RETENTION_NAMES("changelog")
 		" AND NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables c"
-		"  WHERE c.table_name OPERATOR(pg_catalog.=) names.n)";
+		"  WHERE c.table_name OPERATOR(pg_catalog.=) names.n)"
+		" ORDER BY names.n";
 	int32		max_rows;
 	uint64		n = 0;
 	List	   *names;
