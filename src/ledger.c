@@ -132,7 +132,7 @@ kz_ledger_lookup(const char *mutation_id, KzLedgerEntry *e)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
 				 errmsg("ledger entry of mutation %s is not a verdict", mutation_id),
-				 errdetail("A recorded rejection carries a server_row.")));
+				 errdetail("It records a rejection without a server_row.")));
 	return true;
 }
 
