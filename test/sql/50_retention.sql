@@ -1,6 +1,9 @@
 -- Retention: reap horizon, bounded calls, service guard, pruning.
--- Bookkeeping rows are inserted directly (as the owner) to control ages.
+-- Bookkeeping rows are inserted directly (as the owner) to control ages,
+-- below the seqs earlier tests used: the reap's walks start from the first
+-- tombstone again.
 SET client_min_messages = warning;
+UPDATE kizunasync.reap_state SET walk_ttl_days = NULL, walk_seqs = NULL;
 INSERT INTO kizunasync.tombstones (seq, table_name, pk, bucket_value, deleted_at) VALUES
   (10, 'gone_tbl', 'a', '', now() - interval '40 days'),
   (12, 'gone_tbl', 'b', '', now() - interval '31 days'),
