@@ -91,12 +91,6 @@ SELECT q.last_seq,
 	   COALESCE((SELECT c.tombstone_ttl_days FROM kizunasync.synced_tables c
 				  WHERE c.table_name OPERATOR(pg_catalog.=) o.table_name),
 				(kizunasync._settings() OPERATOR(pg_catalog.->>) 'tombstone_ttl_days')::pg_catalog.int4) AS oldest_tombstone_ttl_days,
-	   f.running AS in_flight_running,
-	   f.running_seqs AS in_flight_running_seqs,
-	   f.running_since AS in_flight_running_since,
-	   f.prepared AS in_flight_prepared,
-	   f.prepared_seqs AS in_flight_prepared_seqs,
-	   f.prepared_since AS in_flight_prepared_since,
 	   pg_catalog.pg_stat_get_live_tuples('kizunasync.clients'::pg_catalog.regclass) AS clients,
 	   (SELECT k.last_seen FROM kizunasync.clients k ORDER BY k.last_seen LIMIT 1) AS oldest_client_seen,
 	   pg_catalog.pg_stat_get_live_tuples('kizunasync.verdicts'::pg_catalog.regclass) AS ledger_verdicts,
@@ -111,16 +105,24 @@ SELECT q.last_seq,
 		  FROM kizunasync.change_seq s) q
   LEFT JOIN kizunasync.reap_state r ON r.id
   LEFT JOIN LATERAL (SELECT t.deleted_at, t.table_name FROM kizunasync.tombstones t
-					  ORDER BY t.seq LIMIT 1) o ON true
- CROSS JOIN LATERAL (SELECT pg_catalog.count(*) FILTER (WHERE i.prepared_gid IS NULL) AS running,
-							COALESCE(pg_catalog.sum(i.seqs) FILTER (WHERE i.prepared_gid IS NULL), 0)::pg_catalog.int8 AS running_seqs,
-							pg_catalog.min(i.since) FILTER (WHERE i.prepared_gid IS NULL) AS running_since,
-							pg_catalog.count(*) FILTER (WHERE i.prepared_gid IS NOT NULL) AS prepared,
-							COALESCE(pg_catalog.sum(i.seqs) FILTER (WHERE i.prepared_gid IS NOT NULL), 0)::pg_catalog.int8 AS prepared_seqs,
-							pg_catalog.min(i.since) FILTER (WHERE i.prepared_gid IS NOT NULL) AS prepared_since
-					   FROM kizunasync.in_flight i) f;
+					  ORDER BY t.seq LIMIT 1) o ON true;
 COMMENT ON VIEW kizunasync.metrics IS
-  'one row: the last seq drawn, changes numbered in this incarnation, the reap horizon, the lowest-numbered tombstone, seqs in flight, registered clients (estimate), the ledger (estimates), pull_wait_ms';
+  'one row: the last seq drawn, changes numbered in this incarnation, the reap horizon, the lowest-numbered tombstone, registered clients (estimate), the ledger (estimates), pull_wait_ms';
+
+-- Seqs in flight (kizunasync.in_flight) in two rows, running and prepared:
+-- how many transactions, how many seqs, since when the oldest (NULL: none,
+-- or its start unknown).
+CREATE OR REPLACE VIEW kizunasync.in_flight_metrics AS
+SELECT s.state COLLATE "default" AS state,
+	   pg_catalog.count(i.seqs) AS transactions,
+	   COALESCE(pg_catalog.sum(i.seqs), 0)::pg_catalog.int8 AS seqs,
+	   pg_catalog.min(i.since) AS oldest_since
+  FROM (VALUES ('running'::pg_catalog.text), ('prepared')) s (state)
+  LEFT JOIN kizunasync.in_flight i
+	ON (i.prepared_gid IS NOT NULL) OPERATOR(pg_catalog.=) (s.state OPERATOR(pg_catalog.=) 'prepared')
+ GROUP BY s.state;
+COMMENT ON VIEW kizunasync.in_flight_metrics IS
+  'seqs in flight by state (running, prepared): transactions, seqs, the oldest one''s start';
 
 -- Per bookkeeping table (every table of schema kizunasync): its bytes with
 -- indexes and TOAST, live and dead rows, the last VACUUM and ANALYZE.

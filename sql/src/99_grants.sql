@@ -43,8 +43,8 @@ GRANT SELECT ON kizunasync.in_flight TO service_role, pg_database_owner;
 -- as the reader
 GRANT EXECUTE ON FUNCTION kizunasync._in_flight(), kizunasync._settings() TO pg_monitor;
 GRANT EXECUTE ON FUNCTION kizunasync._settings() TO service_role, pg_database_owner;
-GRANT SELECT ON kizunasync.in_flight, kizunasync.metrics, kizunasync.table_metrics,
+GRANT SELECT ON kizunasync.in_flight, kizunasync.in_flight_metrics, kizunasync.metrics, kizunasync.table_metrics,
 	kizunasync.bookkeeping_metrics, kizunasync.retention_metrics TO pg_monitor;
-GRANT SELECT ON kizunasync.metrics, kizunasync.table_metrics,
+GRANT SELECT ON kizunasync.in_flight_metrics, kizunasync.metrics, kizunasync.table_metrics,
 	kizunasync.bookkeeping_metrics, kizunasync.retention_metrics TO service_role, pg_database_owner;
 GRANT EXECUTE ON FUNCTION kizunasync.health() TO service_role, pg_database_owner;
