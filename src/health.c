@@ -342,14 +342,14 @@ health_wakeup(ReturnSetInfo *rsinfo)
 	char	   *deaf;
 
 	health_read("SELECT pg_catalog.bool_or(r.rolsuper),"
-				" pg_catalog.to_regprocedure('realtime.send(jsonb, text, text, boolean)') IS NOT NULL,"
-				" CASE WHEN pg_catalog.to_regprocedure('realtime.send(jsonb, text, text, boolean)') IS NOT NULL THEN"
+				" pg_catalog.to_regprocedure('realtime.send(pg_catalog.jsonb, pg_catalog.text, pg_catalog.text, pg_catalog.bool)') IS NOT NULL,"
+				" CASE WHEN pg_catalog.to_regprocedure('realtime.send(pg_catalog.jsonb, pg_catalog.text, pg_catalog.text, pg_catalog.bool)') IS NOT NULL THEN"
 				"  (SELECT pg_catalog.string_agg(s.relation::pg_catalog.text, ', ' ORDER BY 1)"
 				"     FROM kizunasync.table_metrics s"
 				"     JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) s.relation::pg_catalog.oid"
 				"    WHERE NOT (pg_catalog.has_schema_privilege(c.relowner, 'realtime', 'USAGE')"
 				"      AND pg_catalog.has_function_privilege(c.relowner,"
-				"           'realtime.send(jsonb, text, text, boolean)', 'EXECUTE'))) END"
+				"           'realtime.send(pg_catalog.jsonb, pg_catalog.text, pg_catalog.text, pg_catalog.bool)', 'EXECUTE'))) END"
 				" FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) n.nspowner"
 				" WHERE n.nspname OPERATOR(pg_catalog.=) 'realtime'");
 	owner_super = health_text(0, 1);

@@ -339,3 +339,5 @@ CREATE TABLE kizunasync.retention_runs (
 	result              bigint
 );
 CREATE INDEX retention_runs_job_idx ON kizunasync.retention_runs (job, id);
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.retention_runs', '');
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.retention_runs_id_seq', '');

@@ -363,10 +363,11 @@ CREATE TEMP TABLE kz_rows (r kizunasync.changelog);"
 	# compared by effect: their rows may legitimately be normalized)
 	contents $OLD kizunasync > "$O/after.bookkeeping"
 	# (the bucket-label tables' labels change: checked below)
-	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|"table_name": "lab_' "$O/before.bookkeeping" > "$O/before.bookkeeping.kept"
+	# (retention_runs is new in 0.2.0 and starts empty: issue 31, decisions/0003)
+	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|^kizunasync.retention_runs\|"table_name": "lab_' "$O/before.bookkeeping" > "$O/before.bookkeeping.kept"
 	# verdicts.rejected is new in 0.2.0 (decisions/0033): generated from
 	# the verdict, checked below, compared without it
-	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|"table_name": "lab_' "$O/after.bookkeeping" |
+	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|^kizunasync.retention_runs\|"table_name": "lab_' "$O/after.bookkeeping" |
 		sed '/^kizunasync.verdicts /s/"rejected": \(true\|false\), //' > "$O/after.bookkeeping.kept"
 	check_same "$L: the update keeps every bookkeeping row and sequence (settings and reap_state aside)" \
 		"$O/before.bookkeeping.kept" "$O/after.bookkeeping.kept"
@@ -448,7 +449,7 @@ SQL
 	# left out here and judged by its effect below)
 	contents $REF kizunasync | grep -v '^kizunasync.conflict_journal_id_seq ' > "$O/old.bookkeeping"
 	contents kz_t_up_olddump kizunasync 2> "$O/old-restored.bookkeeping.err" |
-		grep -v '^kizunasync.conflict_journal_id_seq ' |
+		grep -v '^kizunasync.conflict_journal_id_seq \|^kizunasync.retention_runs' |
 		sed '/^kizunasync.verdicts /s/"rejected": \(true\|false\), //' > "$O/old-restored.bookkeeping"
 	check_same "$L: the $from dump, restored into $DEFAULT: every bookkeeping row and change_seq equal" "$O/old.bookkeeping" "$O/old-restored.bookkeeping"
 	check "$L: ... its recorded rejections are marked as such (verdicts.rejected, generated)" \
