@@ -57,6 +57,19 @@ extern HeapTuple kz_bk_fetch(KzBkTable *t, Relation index, int nkeys, ScanKey ke
 extern bool kz_bk_delete_unique(KzBkTable *t, Relation index, int nkeys,
 								const char *const *keys);
 
+/* At most this many tuples of one key are deleted by kz_bk_delete_all_nowait(). */
+#define KZ_BK_MAX_DUPLICATES	8
+
+/*
+ * Delete every live tuple of t whose key in index (a btree on text columns,
+ * not necessarily unique) equals keys[0..nkeys-1], looking with SnapshotSelf
+ * as kz_bk_delete_unique() does, but never waiting: a tuple that another
+ * running transaction deletes or has locked is left to it (if that
+ * transaction rolls back, the tuple stays).  Returns how many were deleted.
+ */
+extern int	kz_bk_delete_all_nowait(KzBkTable *t, Relation index, int nkeys,
+									const char *const *keys);
+
 /*
  * Insert a tuple into t and into the indexes i with first[i] (positions in
  * t->indexes), without ever waiting for another transaction: a unique key

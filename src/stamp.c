@@ -24,12 +24,12 @@
  * transaction: superseded entries are deleted before it, the sequence is
  * opened and locked before it, and the inserts' unique checks are only
  * noted inside it (UNIQUE_CHECK_PARTIAL) and completed after it, where the
- * entry's other index entries (the row-key unique index, deleted_at) are
- * written too: the section stays as short as the argument allows.  Inside
- * it a writer takes only buffer locks of the bookkeeping relations (lock
- * order: the section first; no one takes the section holding another
- * buffer lock) and their relation extension locks (held briefly, and only
- * by writers inside the section).  An error releases it (LWLockReleaseAll
+ * entry's other index entries (its row-key index) are written too: the
+ * section stays as short as the argument allows.  Inside it a writer takes
+ * only buffer locks of the bookkeeping relations (lock order: the section
+ * first; no one takes the section holding another buffer lock) and their
+ * relation extension locks (held briefly, and only by writers inside the
+ * section).  An error releases it (LWLockReleaseAll
  * at (sub)transaction abort).  A statement with many changes enters it once
  * per chunk of at most KZ_STAMP_CHUNK, so other writers wait for at most
  * one chunk, and a cancel or terminate is served between chunks, outside
@@ -240,8 +240,8 @@ typedef struct StampEntry
 /*
  * Which indexes of t get their entry inside the section: those a pull reads
  * without a snapshot (the seq index and the (table, bucket, seq) index,
- * horizon.c).  The others (the row-key unique index, deleted_at) are
- * written right after it, where their unique checks may wait.
+ * horizon.c).  The others (the row-key index: unique for changelog) are
+ * written right after it, where a unique check may wait.
  */
 static bool *
 stamp_first_indexes(KzBkTable *t, const char *seq_index, const char *bucket_index)
@@ -297,10 +297,17 @@ stamp_prepare(const KzChange *ch, KzBkTable *cl, Relation cl_key, StampColumns *
 	kz_bk_delete_unique(cl, cl_key, 2, clkey);
 	if (ch->op == 'd')
 	{
+		/*
+		 * The key's tombstones in this bucket, without waiting: only a reap
+		 * deletes a tombstone without holding the row's lock, and one it
+		 * holds is left to it (decisions/0003, "No writer waits for
+		 * retention").  The index on (table_name, pk, bucket_value) is not
+		 * unique, so the new tombstone never waits for it either.
+		 */
 		tbkey[0] = ch->table_name;
 		tbkey[1] = ch->pk;
 		tbkey[2] = ch->bucket_value;
-		kz_bk_delete_unique(tb, tb_key, 3, tbkey);
+		(void) kz_bk_delete_all_nowait(tb, tb_key, 3, tbkey);
 	}
 
 	e->t = ch->op == 'd' ? tb : cl;
@@ -416,7 +423,7 @@ kz_stamp_record(const KzChange *changes, int n)
 	cl_key = kz_bk_index(&cl, "changelog_table_name_pk_key");
 	clfirst = stamp_first_indexes(&cl, "changelog_pkey", "changelog_bucket_idx");
 
-	/* tombstones and their four indexes are opened only for a delete */
+	/* tombstones and their three indexes are opened only for a delete */
 	for (i = 0; i < n && changes[i].op != 'd'; i++)
 		;
 	has_delete = i < n;
@@ -425,7 +432,7 @@ kz_stamp_record(const KzChange *changes, int n)
 	if (has_delete)
 	{
 		kz_bk_open(&tb, "tombstones");
-		tb_key = kz_bk_index(&tb, "tombstones_table_name_pk_bucket_value_key");
+		tb_key = kz_bk_index(&tb, "tombstones_key_idx");
 		tbfirst = stamp_first_indexes(&tb, "tombstones_pkey", "tombstones_bucket_idx");
 	}
 	stamp_columns(&cl, has_delete ? &tb : NULL, &clc, &tbc);

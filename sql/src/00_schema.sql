@@ -153,18 +153,21 @@ CREATE TABLE kizunasync.changelog (
 );
 CREATE INDEX changelog_bucket_idx ON kizunasync.changelog (table_name, bucket_value, seq);
 
--- Deletes and bucket move-outs: one per (table, row key, bucket value left).
+-- Deletes and bucket move-outs: one per (table, row key, bucket value left),
+-- as the writers keep it.  The key index is not unique: a writer replaces
+-- the key's tombstone without waiting for a reap that holds the old one, so
+-- when that reap rolls back the key has two for a while (decisions/0003).
+-- The reap walks the seq index (src/reap.c); there is no deleted_at index.
 CREATE TABLE kizunasync.tombstones (
 	seq                 bigint PRIMARY KEY,
 	table_name          text COLLATE "C" NOT NULL,
 	pk                  text COLLATE "C" NOT NULL,
 	bucket_value        text COLLATE "C" NOT NULL DEFAULT '',
 	bucket_snapshot     jsonb NOT NULL DEFAULT '{}',
-	deleted_at          timestamptz NOT NULL DEFAULT now(),
-	UNIQUE (table_name, pk, bucket_value)
+	deleted_at          timestamptz NOT NULL DEFAULT now()
 );
+CREATE INDEX tombstones_key_idx ON kizunasync.tombstones (table_name, pk, bucket_value);
 CREATE INDEX tombstones_bucket_idx ON kizunasync.tombstones (table_name, bucket_value, seq);
-CREATE INDEX tombstones_deleted_at_idx ON kizunasync.tombstones (deleted_at);
 
 -- (user, table, bucket value) pairs a user has received a live row from.
 -- user_id is the JWT "sub" (any text: third-party auth ids are not uuids).
@@ -207,22 +210,31 @@ SELECT pg_catalog.setval('kizunasync.conflict_journal_id_seq',
 		(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000000)::pg_catalog.int8,
 		false);
 
--- Exactly-once verdict ledger.  No row copies are kept: a stored verdict's
--- server_row is JSON null and is rendered again on replay.
+-- Exactly-once verdict ledger: what a replay answers, and no more
+-- (decisions/0033).  reason is NULL for an applied verdict; server_row says
+-- whether the verdict carries a server_row key, which a replay renders
+-- again from table_name and pk (kept only then: no row copies are kept).
+-- Narrow columns first: the row of an applied verdict is its key, time,
+-- flag and user.  verdict is set only in rows a 0.1.0 dump brings (its
+-- ledger kept the verdict as jsonb; a replay reads it as 0.1.0 did), and
+-- then server_row is NULL.
 CREATE TABLE kizunasync.verdicts (
-	mutation_id         uuid PRIMARY KEY,
+	mutation_id         uuid CONSTRAINT verdicts_pkey PRIMARY KEY,
+	recorded_at         timestamptz NOT NULL DEFAULT now(),
+	server_row          boolean,
 	user_id             text COLLATE "C",
+	reason              text COLLATE "C",
 	table_name          text COLLATE "C",
 	pk                  text COLLATE "C",
-	verdict             jsonb NOT NULL,
-	recorded_at         timestamptz NOT NULL DEFAULT now(),
-	rejected            boolean GENERATED ALWAYS AS
-		((verdict OPERATOR(pg_catalog.->>) 'verdict') OPERATOR(pg_catalog.=) 'rejected') STORED
+	verdict             jsonb,
+	CONSTRAINT verdicts_one_form CHECK ((server_row IS NULL) = (verdict IS NOT NULL))
 );
 CREATE INDEX verdicts_recorded_at_idx ON kizunasync.verdicts (recorded_at);
 -- A user's recorded rejections, newest first: push keeps at most a fixed
--- number of them per user (src/ledger.c, decisions/0033).
-CREATE INDEX verdicts_user_rejected_idx ON kizunasync.verdicts (user_id, rejected, recorded_at);
+-- number of them per user (src/ledger.c, decisions/0033).  Applied
+-- verdicts are not in it.
+CREATE INDEX verdicts_user_rejected_idx ON kizunasync.verdicts (user_id, recorded_at)
+	WHERE reason IS NOT NULL;
 
 -- Optional client registry: the last cursor handed out, and the reap
 -- horizon when the client's latest bootstrap began (a paused bootstrap
@@ -239,13 +251,19 @@ CREATE TABLE kizunasync.clients (
 CREATE INDEX clients_user_id_idx ON kizunasync.clients (user_id);
 CREATE INDEX clients_last_seen_idx ON kizunasync.clients (last_seen);
 
--- Reap horizon: zero or one row; the highest seq ever reaped, and the first
--- seq of this incarnation of the extension (written by provisioning).
+-- Reap horizon: zero or one row; the highest seq ever reaped, the first
+-- seq of this incarnation of the extension (written by provisioning), and
+-- where the reap's walks over the tombstones go on (src/reap.c,
+-- decisions/0003): walk_seqs[i] is the position of the walk of TTL
+-- walk_ttl_days[i]; TTL 0 is the floor walk, below whose position every
+-- tombstone is gone.
 CREATE TABLE kizunasync.reap_state (
 	id                  boolean PRIMARY KEY DEFAULT true CHECK (id),
 	reaped_seq          bigint NOT NULL DEFAULT 0,
 	reaped_at           timestamptz,
-	first_seq           bigint
+	first_seq           bigint,
+	walk_ttl_days       integer[],
+	walk_seqs           bigint[]
 );
 
 -- pg_dump keeps user state of an extension only for registered objects.

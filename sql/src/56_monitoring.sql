@@ -29,10 +29,12 @@ COMMENT ON FUNCTION kizunasync._settings() IS
 -- Internal: ANALYZE's statistics of the bookkeeping's columns, as the
 -- estimates below use them: for column = v the share is freqs[position of v
 -- in vals] when v is a most common value, else other_share (what is left,
--- spread over the other distinct values), as PostgreSQL's var_eq_const does.
+-- spread over the other distinct values), as PostgreSQL's var_eq_const
+-- does; for column IS NOT NULL it is 1 - null_frac.
 CREATE OR REPLACE VIEW kizunasync._column_stats AS
 SELECT s.starelid AS relid,
 	   a.attname::pg_catalog.text AS column_name,
+	   s.stanullfrac AS null_frac,
 	   m.vals,
 	   m.freqs,
 	   GREATEST(1::pg_catalog.float8 OPERATOR(pg_catalog.-) s.stanullfrac
@@ -96,10 +98,10 @@ SELECT q.last_seq,
 	   pg_catalog.pg_stat_get_live_tuples('kizunasync.verdicts'::pg_catalog.regclass) AS ledger_verdicts,
 	   CASE WHEN pg_catalog.pg_stat_get_live_tuples('kizunasync.verdicts'::pg_catalog.regclass) OPERATOR(pg_catalog.=) 0 THEN 0
 	   ELSE (SELECT pg_catalog.round(pg_catalog.pg_stat_get_live_tuples(st.relid)
-				OPERATOR(pg_catalog.*) COALESCE(st.freqs[pg_catalog.array_position(st.vals, 't')], st.other_share))::pg_catalog.int8
+				OPERATOR(pg_catalog.*) (1 OPERATOR(pg_catalog.-) st.null_frac))::pg_catalog.int8
 		  FROM kizunasync._column_stats st
 		 WHERE st.relid OPERATOR(pg_catalog.=) 'kizunasync.verdicts'::pg_catalog.regclass
-		   AND st.column_name OPERATOR(pg_catalog.=) 'rejected') END AS ledger_rejections,
+		   AND st.column_name OPERATOR(pg_catalog.=) 'reason') END AS ledger_rejections,
 	   (kizunasync._settings() OPERATOR(pg_catalog.->>) 'pull_wait_ms')::pg_catalog.int4 AS pull_wait_ms
   FROM (SELECT CASE WHEN s.is_called THEN s.last_value ELSE s.last_value OPERATOR(pg_catalog.-) 1 END AS last_seq
 		  FROM kizunasync.change_seq s) q

@@ -417,7 +417,7 @@ def scenario(exp, names):
     analyze()
     time.sleep(1)
     s8 = exp.scrape()
-    truth = q1("SELECT count(*) || ' ' || count(*) FILTER (WHERE rejected) FROM kizunasync.verdicts").split()
+    truth = q1("SELECT count(*) || ' ' || count(*) FILTER (WHERE reason IS NOT NULL) FROM kizunasync.verdicts").split()
     ok(truth == ['3', '1'], 'the push recorded 3 verdicts, 1 rejected', truth)
     ok(s8.get('kizunasync_ledger_verdicts') == int(truth[0]) and s8.get('kizunasync_ledger_rejections') == int(truth[1]),
        'kizunasync_ledger_verdicts and kizunasync_ledger_rejections match the ledger',

@@ -62,10 +62,12 @@ BEGIN
 			 kizunasync.row_hlc, kizunasync.conflict_journal, kizunasync.verdicts,
 			 kizunasync.clients;
 	TRUNCATE kzc.stamped, kzc.retries;
-	-- The transcripts number from small seqs: this "incarnation" starts at 1.
+	-- The transcripts number from small seqs: this "incarnation" starts at 1,
+	-- and the reap's walks start from the first tombstone again.
 	INSERT INTO kizunasync.reap_state (id, reaped_seq, reaped_at, first_seq)
 		 VALUES (true, 0, NULL, 1)
-	ON CONFLICT (id) DO UPDATE SET reaped_seq = 0, reaped_at = NULL, first_seq = 1;
+	ON CONFLICT (id) DO UPDATE SET reaped_seq = 0, reaped_at = NULL, first_seq = 1,
+		walk_ttl_days = NULL, walk_seqs = NULL;
 	EXECUTE format('ALTER SEQUENCE kizunasync.change_seq RESTART WITH %s', next_seq);
 
 	PERFORM kizunasync.configure(max_pull_scan => coalesce((srv ->> 'max_pull_scan')::integer, 5000));
