@@ -296,3 +296,21 @@ CREATE TABLE kizunasync.attachments (
 	UNIQUE (bucket_id, object_path)
 );
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.attachments', '');
+
+-- What each call of a retention function did (src/retention_runs.c): when
+-- it started, how long it took, how many bookkeeping rows it deleted and
+-- what it returned.  The recorder keeps the newest few per job; the view
+-- kizunasync.retention_metrics shows the newest (issue 31).  Only appended
+-- to, so concurrent calls never wait for each other here.  Dumped like
+-- every bookkeeping table (decisions/0081).
+CREATE TABLE kizunasync.retention_runs (
+	id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	job                 text COLLATE "C" NOT NULL,
+	started_at          timestamptz NOT NULL,
+	duration_ms         double precision NOT NULL,
+	rows_removed        bigint NOT NULL,
+	result              bigint
+);
+CREATE INDEX retention_runs_job_idx ON kizunasync.retention_runs (job, id);
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.retention_runs', '');
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.retention_runs_id_seq', '');

@@ -359,3 +359,16 @@ ALTER TABLE kizunasync.reap_state ADD COLUMN first_seq bigint,
 	ADD COLUMN walk_ttl_days integer[], ADD COLUMN walk_seqs bigint[];
 INSERT INTO kizunasync.reap_state (id, reaped_seq, first_seq) VALUES (true, 0, 1)
 	ON CONFLICT (id) DO UPDATE SET first_seq = 1;
+
+-- Retention runs, as a fresh install makes them (sql/src/00_schema.sql).
+CREATE TABLE kizunasync.retention_runs (
+	id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	job                 text COLLATE "C" NOT NULL,
+	started_at          timestamptz NOT NULL,
+	duration_ms         double precision NOT NULL,
+	rows_removed        bigint NOT NULL,
+	result              bigint
+);
+CREATE INDEX retention_runs_job_idx ON kizunasync.retention_runs (job, id);
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.retention_runs', '');
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.retention_runs_id_seq', '');

@@ -383,8 +383,9 @@ CREATE TEMP TABLE kz_rows (r kizunasync.changelog);"
 	# replay reads)
 	contents $OLD kizunasync > "$O/after.bookkeeping"
 	# (the bucket-label tables' labels change: checked below)
-	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|^kizunasync.verdicts \|"table_name": "lab_' "$O/before.bookkeeping" > "$O/before.bookkeeping.kept"
-	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|^kizunasync.verdicts \|"table_name": "lab_' "$O/after.bookkeeping" > "$O/after.bookkeeping.kept"
+	# (retention_runs is new in 0.2.0 and starts empty: issue 31, decisions/0003)
+	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|^kizunasync.verdicts \|^kizunasync.retention_runs\|"table_name": "lab_' "$O/before.bookkeeping" > "$O/before.bookkeeping.kept"
+	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|^kizunasync.verdicts \|^kizunasync.retention_runs\|"table_name": "lab_' "$O/after.bookkeeping" > "$O/after.bookkeeping.kept"
 	check_same "$L: the update keeps every bookkeeping row and sequence (settings, reap_state and verdicts aside)" \
 		"$O/before.bookkeeping.kept" "$O/after.bookkeeping.kept"
 	ledger_narrow $OLD > "$O/after.verdicts" 2>&1
@@ -470,7 +471,7 @@ SQL
 	# columns NULL, which contents() leaves out)
 	contents $REF kizunasync | grep -v '^kizunasync.conflict_journal_id_seq ' > "$O/old.bookkeeping"
 	contents kz_t_up_olddump kizunasync 2> "$O/old-restored.bookkeeping.err" |
-		grep -v '^kizunasync.conflict_journal_id_seq ' > "$O/old-restored.bookkeeping"
+		grep -v '^kizunasync.conflict_journal_id_seq \|^kizunasync.retention_runs' > "$O/old-restored.bookkeeping"
 	check_same "$L: the $from dump, restored into $DEFAULT: every bookkeeping row and change_seq equal" "$O/old.bookkeeping" "$O/old-restored.bookkeeping"
 	check "$L: ... its verdicts are kept in the $from form (verdict jsonb, server_row NULL)" \
 		"$(q kz_t_up_olddump -c "SELECT count(*) > 0 AND bool_and(verdict IS NOT NULL AND server_row IS NULL) FROM kizunasync.verdicts")" t
