@@ -8,4 +8,4 @@
 
 -- The grants are made again at the end, in the order of a fresh install
 -- (an ACL lists its grantees in the order they were granted).
-REVOKE ALL ON ALL ROUTINES IN SCHEMA kizunasync FROM authenticated, service_role;
+REVOKE ALL ON ALL ROUTINES IN SCHEMA kizunasync FROM authenticated, service_role, pg_database_owner, pg_monitor;
