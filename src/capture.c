@@ -176,7 +176,7 @@ kz_capture_tombstone_change(KzChange *ch, const KzTableConf *conf, const KzImage
 	ch->op = 'd';
 	ch->table_name = conf->table_name;
 	ch->pk = img->pk;
-	ch->bucket_value = img->bucket ? img->bucket : "";
+	ch->bucket_value = img->bucket;	/* NULL for a NULL value: never delivered */
 	ch->snapshot = capture_bucket_snapshot(conf, img);
 	ch->row_xmin = InvalidTransactionId;
 }

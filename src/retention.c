@@ -37,6 +37,7 @@
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 
+#include "entry.h"
 #include "identity.h"
 #include "jsonbutil.h"
 #include "retention.h"
@@ -141,19 +142,6 @@ retention_exec(const char *sql, int32 max_rows, int32 days, int expected)
 	return kz_spi_priv(sql, 2, argtypes, values, NULL, false, 0, expected);
 }
 
-/* First column of the first row as int8, or 0 when NULL / no rows. */
-static int64
-retention_first_int8(uint64 n)
-{
-	bool		isnull;
-	Datum		d;
-
-	if (n == 0)
-		return 0;
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return isnull ? 0 : DatumGetInt64(d);
-}
-
 /*
  * reap_tombstones(max_rows integer DEFAULT 100000) RETURNS bigint
  *
@@ -174,7 +162,6 @@ retention_reap_body(FunctionCallInfo fcinfo)
 	int32		max_rows;
 	int64		max_seq;
 	KzSettings	s;
-	uint64		n;
 
 	retention_entry(fcinfo, fname);
 	max_rows = retention_max_rows(fcinfo, fname);
@@ -186,20 +173,7 @@ retention_reap_body(FunctionCallInfo fcinfo)
 	 * right now.  A tombstone of a table that is no longer synced uses the
 	 * default TTL.
 	 */
-	n = retention_exec("WITH doomed AS ("
-					   "  SELECT t.seq FROM kizunasync.tombstones t"
-					   "    LEFT JOIN kizunasync.synced_tables c"
-					   "      ON c.table_name OPERATOR(pg_catalog.=) t.table_name"
-					   "   WHERE t.deleted_at OPERATOR(pg_catalog.<) (pg_catalog.now()"
-					   "         OPERATOR(pg_catalog.-) pg_catalog.make_interval("
-					   "           days => COALESCE(c.tombstone_ttl_days, $2)))"
-					   "   ORDER BY t.seq LIMIT $1 FOR UPDATE OF t SKIP LOCKED),"
-					   " gone AS ("
-					   "  DELETE FROM kizunasync.tombstones t USING doomed"
-					   "   WHERE t.seq OPERATOR(pg_catalog.=) doomed.seq RETURNING t.seq)"
-					   " SELECT pg_catalog.max(seq) FROM gone",
-					   max_rows, s.tombstone_ttl_days, SPI_OK_SELECT);
-	max_seq = retention_first_int8(n);
+	max_seq = kz_entry_reap(max_rows, s.tombstone_ttl_days);
 
 	/*
 	 * The horizon only rises.  It is written only when this call reaped
@@ -265,23 +239,7 @@ retention_compact_body(FunctionCallInfo fcinfo)
 	retention_entry(fcinfo, fname);
 	max_rows = retention_max_rows(fcinfo, fname);
 	kz_spi_connect();
-	n += retention_exec("DELETE FROM kizunasync.changelog l"
-						" WHERE l.seq OPERATOR(pg_catalog.=) ANY (SELECT x.seq FROM kizunasync.changelog x"
-						"   WHERE NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables c"
-						"                      WHERE c.table_name OPERATOR(pg_catalog.=) x.table_name)"
-						"      OR EXISTS (SELECT 1 FROM kizunasync.tombstones t"
-						"                  WHERE t.table_name OPERATOR(pg_catalog.=) x.table_name"
-						"                    AND t.pk OPERATOR(pg_catalog.=) x.pk"
-						"                    AND t.seq OPERATOR(pg_catalog.>) x.seq)"
-						"   LIMIT $1 FOR UPDATE SKIP LOCKED)",
-						max_rows, 0, SPI_OK_DELETE);
-	n += retention_exec("DELETE FROM kizunasync.conflict_journal j"
-						" WHERE j.id OPERATOR(pg_catalog.=) ANY (SELECT x.id FROM kizunasync.conflict_journal x"
-						"   WHERE x.winner_seq IS NOT NULL"
-						"     AND NOT EXISTS (SELECT 1 FROM kizunasync.changelog l"
-						"                      WHERE l.seq OPERATOR(pg_catalog.=) x.winner_seq)"
-						"   LIMIT $1 FOR UPDATE SKIP LOCKED)",
-						max_rows, 0, SPI_OK_DELETE);
+	n = kz_entry_compact(max_rows);
 	kz_spi_finish();
 	PG_RETURN_INT64((int64) n);
 }

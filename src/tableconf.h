@@ -36,6 +36,7 @@ typedef struct KzTableConf
 	bool		wakeup;
 	KzLabelKind bucket_kind;	/* kz_label_kind(bucket_type) when loaded */
 	bool		bucket_kind_fixed;	/* a built-in or container type: cannot change */
+	int32		id;				/* synced_tables.id: the table's number in the entries */
 } KzTableConf;
 
 /*

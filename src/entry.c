@@ -1,0 +1,1097 @@
+/*-------------------------------------------------------------------------
+ *
+ * entry.c
+ *	  The entries of the bookkeeping (entry.h; decisions/0092).
+ *
+ * kizunasync.entries holds, per (synced table, row key, bucket), at most
+ * one entry: the row's latest change ('r') or a tombstone ('d').  Its
+ * columns, narrow on purpose:
+ *	 seq		the change's number (primary key: the seq index)
+ *	 bucket		the bucket value's number: a 64-bit hash of the table's id
+ *				and the value's label (0: a NULL value, which no pull
+ *				reads); (bucket, seq) is the pair index a pull's window and
+ *				hole classification read
+ *	 tid		synced_tables.id
+ *	 key		the row key in binary (below)
+ *	 kind, row_xmin, deleted_at, snapshot
+ *	 (tid, key, bucket) is unique: the key index the write path finds the
+ *	 entries a change supersedes through.
+ *
+ * The bucket number is a hash so that neither the write path nor a pull
+ * has to look it up.  Two labels of one table with the same number only
+ * put each other's entries into each other's windows and hole lists: a
+ * pull delivers a row only when it matches a requested scope and a
+ * tombstone only when its snapshot matches the requested value, and an
+ * extra hole is always safe (decisions/0010), so a collision costs reads,
+ * never a wrong answer.  kizunasync.buckets keeps each number's label for
+ * what needs the text back (repair's tombstone of a vanished row, push's
+ * DELETE_WINS bucket, the operator views): the write path adds a label the
+ * first time its transaction records an entry under it, unless this
+ * backend knows it committed; a label's first writers of two transactions
+ * meet in the unique index (INSERT ... ON CONFLICT DO NOTHING), so every
+ * committed entry's label has a committed row.
+ *
+ * Keys: one format byte, then 'i' an integer key as 8 bytes (big-endian),
+ * 'u' a uuid key as its 16 bytes, 't' the key text's bytes (text and
+ * varchar keys, and the key text of several key columns, rowkey.c).  The
+ * key text comes back from the bytes alone.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/heapam.h"
+#include "access/htup_details.h"
+#include "access/relscan.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/visibilitymap.h"
+#include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+
+#include "entry.h"
+#include "spi.h"
+
+#define ENTRIES				"entries"
+#define ENTRIES_SEQ_IDX		"entries_pkey"
+#define ENTRIES_PAIR_IDX	"entries_pair_idx"
+#define ENTRIES_KEY_IDX		"entries_key_idx"
+
+#define KEY_INT		'i'
+#define KEY_UUID	'u'
+#define KEY_TEXT	't'
+
+/* ---------------------------------------------------------------- keys */
+
+/* The int64 a key text spells in its canonical decimal form, or false. */
+static bool
+entry_parse_int(const char *pk, int64 *v)
+{
+	char		buf[32];
+	const char *p = pk;
+	uint64		acc = 0;
+	bool		neg = false;
+
+	if (*p == '-')
+	{
+		neg = true;
+		p++;
+	}
+	if (*p < '0' || *p > '9' || strlen(pk) > 20)
+		return false;
+	for (; *p; p++)
+	{
+		if (*p < '0' || *p > '9' || acc > (PG_UINT64_MAX - 9) / 10)
+			return false;
+		acc = acc * 10 + (uint64) (*p - '0');
+	}
+	if (neg ? acc > (uint64) PG_INT64_MAX + 1 : acc > (uint64) PG_INT64_MAX)
+		return false;
+	*v = neg ? (int64) (0 - acc) : (int64) acc;
+	/* canonical only: it must render back to the same text */
+	snprintf(buf, sizeof(buf), INT64_FORMAT, *v);
+	return strcmp(buf, pk) == 0;
+}
+
+static int
+entry_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* The 16 bytes of a lowercase hyphenated uuid text, or false. */
+static bool
+entry_parse_uuid(const char *pk, uint8 *out)
+{
+	int			i,
+				j = 0;
+
+	if (strlen(pk) != 36)
+		return false;
+	for (i = 0; i < 36; i++)
+	{
+		if (i == 8 || i == 13 || i == 18 || i == 23)
+		{
+			if (pk[i] != '-')
+				return false;
+			continue;
+		}
+		if (entry_hexval(pk[i]) < 0 || entry_hexval(pk[i + 1]) < 0)
+			return false;
+		out[j++] = (uint8) (entry_hexval(pk[i]) * 16 + entry_hexval(pk[i + 1]));
+		i++;
+	}
+	return j == 16;
+}
+
+bytea *
+kz_entry_key(const KzTableConf *conf, const char *pk)
+{
+	size_t		len = strlen(pk);
+	bytea	   *key;
+	char	   *p;
+
+	if (conf->nkeys == 1)
+	{
+		Oid			t = conf->key_types[0];
+		int64		v;
+		uint8		u[16];
+
+		if ((t == INT2OID || t == INT4OID || t == INT8OID) && entry_parse_int(pk, &v))
+		{
+			uint64		x = (uint64) v;
+			int			i;
+
+			key = palloc(VARHDRSZ + 9);
+			SET_VARSIZE(key, VARHDRSZ + 9);
+			p = VARDATA(key);
+			p[0] = KEY_INT;
+			for (i = 0; i < 8; i++)
+				p[1 + i] = (char) ((x >> (56 - 8 * i)) & 0xff);
+			return key;
+		}
+		if (t == UUIDOID && entry_parse_uuid(pk, u))
+		{
+			key = palloc(VARHDRSZ + 17);
+			SET_VARSIZE(key, VARHDRSZ + 17);
+			p = VARDATA(key);
+			p[0] = KEY_UUID;
+			memcpy(p + 1, u, 16);
+			return key;
+		}
+	}
+	key = palloc(VARHDRSZ + 1 + len);
+	SET_VARSIZE(key, VARHDRSZ + 1 + len);
+	p = VARDATA(key);
+	p[0] = KEY_TEXT;
+	memcpy(p + 1, pk, len);
+	return key;
+}
+
+char *
+kz_entry_key_text(const bytea *key)
+{
+	const char *p = VARDATA_ANY(key);
+	size_t		len = VARSIZE_ANY_EXHDR(key);
+
+	if (len == 9 && p[0] == KEY_INT)
+	{
+		uint64		x = 0;
+		int			i;
+
+		for (i = 0; i < 8; i++)
+			x = (x << 8) | (uint8) p[1 + i];
+		return psprintf(INT64_FORMAT, (int64) x);
+	}
+	if (len == 17 && p[0] == KEY_UUID)
+	{
+		static const char hex[] = "0123456789abcdef";
+		char	   *s = palloc(37);
+		int			i,
+					j = 0;
+
+		for (i = 0; i < 16; i++)
+		{
+			if (i == 4 || i == 6 || i == 8 || i == 10)
+				s[j++] = '-';
+			s[j++] = hex[((uint8) p[1 + i]) >> 4];
+			s[j++] = hex[((uint8) p[1 + i]) & 0xf];
+		}
+		s[j] = '\0';
+		return s;
+	}
+	if (len >= 1 && p[0] == KEY_TEXT)
+		return pnstrdup(p + 1, len - 1);
+	elog(ERROR, "malformed kizunasync entry key");
+	return NULL;				/* keep compiler quiet */
+}
+
+/* ------------------------------------------------------------- buckets */
+
+int64
+kz_entry_bucket_number(int32 tid, const char *label)
+{
+	uint64		h;
+
+	if (label == NULL)
+		return KZ_ENTRY_NULL_BUCKET;
+	h = hash_bytes_extended((const unsigned char *) label, strlen(label), (uint64) (uint32) tid);
+	/* 0 is the NULL value's; the sign bit is kept out for readability */
+	h &= PG_INT64_MAX;
+	return h == 0 ? 1 : (int64) h;
+}
+
+/*
+ * Labels this backend knows kizunasync.buckets has, per (tid, number).
+ * An entry a transaction added itself is marked with it and dropped when
+ * it (or any subtransaction) aborts; at commit it is known for good.  The
+ * cache is bounded: past KZ_BUCKET_CACHE entries it starts again.
+ */
+#define KZ_BUCKET_CACHE		4096
+
+typedef struct BucketKey
+{
+	int32		tid;
+	int64		number;
+} BucketKey;
+
+typedef struct BucketEnt
+{
+	BucketKey	key;
+	bool		own;			/* added by the current transaction */
+} BucketEnt;
+
+static HTAB *bucket_cache = NULL;
+static MemoryContext bucket_cxt = NULL;
+static Oid	bucket_rel = InvalidOid;
+static int	bucket_own = 0;
+static bool bucket_callbacks = false;
+
+static void
+bucket_cache_reset(void)
+{
+	if (bucket_cxt != NULL)
+		MemoryContextDelete(bucket_cxt);
+	bucket_cxt = NULL;
+	bucket_cache = NULL;
+	bucket_own = 0;
+}
+
+/* Drop the entries the current transaction added (their rows may be gone). */
+static void
+bucket_cache_drop_own(void)
+{
+	HASH_SEQ_STATUS st;
+	BucketEnt  *e;
+
+	if (bucket_cache == NULL || bucket_own == 0)
+		return;
+	hash_seq_init(&st, bucket_cache);
+	while ((e = hash_seq_search(&st)) != NULL)
+		if (e->own)
+			hash_search(bucket_cache, &e->key, HASH_REMOVE, NULL);
+	bucket_own = 0;
+}
+
+static void
+bucket_xact_callback(XactEvent event, void *arg)
+{
+	HASH_SEQ_STATUS st;
+	BucketEnt  *e;
+
+	if (bucket_cache == NULL || bucket_own == 0)
+		return;
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_PREPARE:
+			/* committed (or prepared: its outcome is no longer ours to track) */
+			hash_seq_init(&st, bucket_cache);
+			while ((e = hash_seq_search(&st)) != NULL)
+				e->own = false;
+			bucket_own = 0;
+			if (event == XACT_EVENT_PREPARE)
+				bucket_cache_reset();	/* a prepared one may still roll back */
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			bucket_cache_drop_own();
+			break;
+		default:
+			break;
+	}
+}
+
+static void
+bucket_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+						SubTransactionId parentSubid, void *arg)
+{
+	if (event == SUBXACT_EVENT_ABORT_SUB)
+		bucket_cache_drop_own();
+}
+
+static void
+bucket_relcache_callback(Datum arg, Oid relid)
+{
+	if (bucket_cache != NULL && (!OidIsValid(relid) || relid == bucket_rel))
+		bucket_cache_reset();
+}
+
+static void
+bucket_cache_init(void)
+{
+	HASHCTL		ctl;
+
+	if (!bucket_callbacks)
+	{
+		RegisterXactCallback(bucket_xact_callback, NULL);
+		RegisterSubXactCallback(bucket_subxact_callback, NULL);
+		CacheRegisterRelcacheCallback(bucket_relcache_callback, (Datum) 0);
+		bucket_callbacks = true;
+	}
+	if (bucket_cache != NULL && hash_get_num_entries(bucket_cache) < KZ_BUCKET_CACHE)
+		return;
+	bucket_cache_reset();
+	bucket_cxt = AllocSetContextCreate(TopMemoryContext, "kizunasync bucket labels",
+									   ALLOCSET_DEFAULT_SIZES);
+	memset(&ctl, 0, sizeof(ctl));
+	ctl.keysize = sizeof(BucketKey);
+	ctl.entrysize = sizeof(BucketEnt);
+	ctl.hcxt = bucket_cxt;
+	bucket_cache = hash_create("kizunasync bucket labels", 256, &ctl,
+							   HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+	bucket_rel = kz_bk_relid("buckets");
+}
+
+int64
+kz_entry_bucket(const KzTableConf *conf, const char *label, bool create)
+{
+	int64		number = kz_entry_bucket_number(conf->id, label);
+	BucketKey	k;
+	BucketEnt  *e;
+	bool		found;
+
+	if (!create || label == NULL)
+		return number;
+	bucket_cache_init();
+	memset(&k, 0, sizeof(k));
+	k.tid = conf->id;
+	k.number = number;
+	if (hash_search(bucket_cache, &k, HASH_FIND, NULL) != NULL)
+		return number;
+	{
+		Oid			types[3] = {INT8OID, INT4OID, TEXTOID};
+		Datum		values[3];
+		uint64		n;
+
+		values[0] = Int64GetDatum(number);
+		values[1] = Int32GetDatum(conf->id);
+		values[2] = CStringGetTextDatum(label);
+		kz_spi_connect();
+		n = kz_spi_priv("INSERT INTO kizunasync.buckets (id, tid, label) VALUES ($1, $2, $3)"
+						" ON CONFLICT (id) DO NOTHING",
+						3, types, values, NULL, false, 0, SPI_OK_INSERT);
+		kz_spi_finish();
+		/* the SPI call may have processed invalidations that reset the cache */
+		bucket_cache_init();
+		e = hash_search(bucket_cache, &k, HASH_ENTER, &found);
+		if (!found)
+		{
+			e->own = (n == 1);
+			if (e->own)
+				bucket_own++;
+		}
+	}
+	return number;
+}
+
+/* The label of a bucket number of table tid, or NULL (inside SPI). */
+static char *
+entry_bucket_label(int64 bucket)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1];
+	char	   *label = NULL;
+
+	if (bucket == KZ_ENTRY_NULL_BUCKET)
+		return NULL;
+	values[0] = Int64GetDatum(bucket);
+	if (kz_spi_priv("SELECT label FROM kizunasync.buckets WHERE id OPERATOR(pg_catalog.=) $1",
+					1, types, values, NULL, false, 1, SPI_OK_SELECT) > 0)
+		label = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	SPI_freetuptable(SPI_tuptable);
+	return label;
+}
+
+/* ----------------------------------------------------------- the write */
+
+void
+kz_entry_writer_open(KzEntryWriter *w)
+{
+	int			i;
+
+	kz_bk_open(&w->t, ENTRIES);
+	w->key_index = kz_bk_index(&w->t, ENTRIES_KEY_IDX);
+	w->first = palloc0(sizeof(bool) * Max(w->t.nindexes, 1));
+	for (i = 0; i < w->t.nindexes; i++)
+	{
+		const char *name = RelationGetRelationName(w->t.indexes[i]);
+
+		w->first[i] = strcmp(name, ENTRIES_SEQ_IDX) == 0 || strcmp(name, ENTRIES_PAIR_IDX) == 0;
+	}
+	w->c_seq = kz_bk_column(&w->t, "seq");
+	w->c_bucket = kz_bk_column(&w->t, "bucket");
+	w->c_tid = kz_bk_column(&w->t, "tid");
+	w->c_row_xmin = kz_bk_column(&w->t, "row_xmin");
+	w->c_kind = kz_bk_column(&w->t, "kind");
+	w->c_key = kz_bk_column(&w->t, "key");
+	w->c_deleted_at = kz_bk_column(&w->t, "deleted_at");
+	w->c_snapshot = kz_bk_column(&w->t, "snapshot");
+}
+
+void
+kz_entry_writer_close(KzEntryWriter *w)
+{
+	pfree(w->first);
+	kz_bk_close(&w->t);
+}
+
+/*
+ * Delete the key's entries that ch supersedes: its row entry in any bucket
+ * and whatever it has in ch's bucket.  Found through the key index with
+ * SnapshotSelf, as bookkeeping.c reads (a concurrent deleter is waited
+ * for, then the lookup is repeated).
+ */
+static void
+entry_supersede(KzEntryWriter *w, int32 tid, bytea *key, int64 bucket)
+{
+	for (;;)
+	{
+		ScanKeyData skey[2];
+		IndexScanDesc scan;
+		TupleTableSlot *slot = table_slot_create(w->t.heap, NULL);
+		ItemPointerData victims[8];
+		int			nvictims = 0;
+		bool		again = false;
+		int			i;
+
+		ScanKeyInit(&skey[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(tid));
+		ScanKeyInit(&skey[1], 2, BTEqualStrategyNumber, F_BYTEAEQ, PointerGetDatum(key));
+		scan = index_beginscan(w->t.heap, w->key_index, SnapshotSelf, 2, 0);
+		index_rescan(scan, skey, 2, NULL, 0);
+		while (index_getnext_slot(scan, ForwardScanDirection, slot))
+		{
+			bool		isnull;
+			char		kind = DatumGetChar(slot_getattr(slot, w->c_kind + 1, &isnull));
+			int64		b = DatumGetInt64(slot_getattr(slot, w->c_bucket + 1, &isnull));
+
+			if (kind != 'r' && b != bucket)
+				continue;
+			/* a key has one row entry and one entry per bucket */
+			if (nvictims == lengthof(victims))
+				elog(ERROR, "more than %d kizunasync entries supersede one change",
+					 (int) lengthof(victims));
+			victims[nvictims++] = slot->tts_tid;
+		}
+		index_endscan(scan);
+		ExecDropSingleTupleTableSlot(slot);
+
+		for (i = 0; i < nvictims && !again; i++)
+		{
+			TM_FailureData tmfd;
+			TM_Result	result;
+
+			result = heap_delete(w->t.heap, &victims[i], GetCurrentCommandId(true),
+								 InvalidSnapshot, true, &tmfd, false);
+			switch (result)
+			{
+				case TM_Ok:
+				case TM_SelfModified:	/* deleted by this command already */
+					break;
+				case TM_Updated:
+				case TM_Deleted:
+					/* a concurrent transaction removed it and committed: look again */
+					CHECK_FOR_INTERRUPTS();
+					again = true;
+					break;
+				default:
+					elog(ERROR, "unexpected heap_delete status %u on \"%s\"",
+						 result, RelationGetRelationName(w->t.heap));
+			}
+		}
+		if (!again)
+			return;
+		CommandCounterIncrement();
+	}
+}
+
+void
+kz_entry_prepare(KzEntryWriter *w, const KzChange *ch, KzEntryNew *e)
+{
+	KzTableConf *conf = kz_tableconf_by_name(ch->table_name, false);
+	int			natts = RelationGetDescr(w->t.heap)->natts;
+	bytea	   *key = kz_entry_key(conf, ch->pk);
+	int64		bucket = kz_entry_bucket(conf, ch->bucket_value, true);
+
+	/* earlier changes of this batch must be visible to the lookup */
+	CommandCounterIncrement();
+	entry_supersede(w, conf->id, key, bucket);
+
+	e->tup = NULL;
+	e->deferred = false;
+	e->values = palloc0(sizeof(Datum) * natts);
+	e->nulls = palloc(sizeof(bool) * natts);
+	memset(e->nulls, true, sizeof(bool) * natts);
+	e->values[w->c_bucket] = Int64GetDatum(bucket);
+	e->nulls[w->c_bucket] = false;
+	e->values[w->c_tid] = Int32GetDatum(conf->id);
+	e->nulls[w->c_tid] = false;
+	e->values[w->c_key] = PointerGetDatum(key);
+	e->nulls[w->c_key] = false;
+	e->values[w->c_kind] = CharGetDatum(ch->op == 'd' ? 'd' : 'r');
+	e->nulls[w->c_kind] = false;
+	if (ch->op == 'd')
+	{
+		e->values[w->c_snapshot] = DirectFunctionCall1(jsonb_in, CStringGetDatum(ch->snapshot));
+		e->nulls[w->c_snapshot] = false;
+		e->values[w->c_deleted_at] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
+		e->nulls[w->c_deleted_at] = false;
+	}
+	else if (TransactionIdIsValid(ch->row_xmin))
+	{
+		e->values[w->c_row_xmin] = TransactionIdGetDatum(ch->row_xmin);
+		e->nulls[w->c_row_xmin] = false;
+	}
+}
+
+void
+kz_entry_insert_first(KzEntryWriter *w, KzEntryNew *e, int64 seq)
+{
+	e->values[w->c_seq] = Int64GetDatum(seq);
+	e->nulls[w->c_seq] = false;
+	e->tup = kz_bk_insert_first(&w->t, e->values, e->nulls, w->first, &e->deferred);
+}
+
+void
+kz_entry_insert_rest(KzEntryWriter *w, KzEntryNew *e)
+{
+	kz_bk_insert_rest(&w->t, e->tup, w->first, e->deferred);
+	pfree(e->values);
+	pfree(e->nulls);
+}
+
+/* ------------------------------------------------ scans for the horizon */
+
+static void
+entry_scan_begin(KzEntryScan *s, const char *index, int nkeys, ScanKey keys, ScanDirection dir)
+{
+	s->heap = table_open(kz_bk_relid(ENTRIES), AccessShareLock);
+	s->index = index_open(kz_bk_relid(index), AccessShareLock);
+	s->slot = table_slot_create(s->heap, NULL);
+	s->dir = dir;
+	s->seen = 0;
+	s->scan = index_beginscan(s->heap, s->index, SnapshotAny, nkeys, 0);
+	index_rescan(s->scan, keys, nkeys, NULL, 0);
+}
+
+void
+kz_entry_scan_seqs(KzEntryScan *s, int64 lo, int64 hi, ScanDirection dir)
+{
+	ScanKeyData key[2];
+
+	ScanKeyInit(&key[0], 1, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(lo));
+	ScanKeyInit(&key[1], 1, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(hi));
+	entry_scan_begin(s, ENTRIES_SEQ_IDX, 2, key, dir);
+}
+
+void
+kz_entry_scan_bucket(KzEntryScan *s, int64 bucket, int64 lo, int64 hi)
+{
+	ScanKeyData key[3];
+
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(bucket));
+	ScanKeyInit(&key[1], 2, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(lo));
+	ScanKeyInit(&key[2], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(hi));
+	entry_scan_begin(s, ENTRIES_PAIR_IDX, 3, key, ForwardScanDirection);
+}
+
+bool
+kz_entry_scan_next(KzEntryScan *s, int64 *seq, HeapTupleHeader *htup)
+{
+	bool		isnull;
+	bool		should_free;
+	HeapTuple	tup;
+
+	if (!index_getnext_slot(s->scan, s->dir, s->slot))
+		return false;
+	s->seen++;
+	*seq = DatumGetInt64(slot_getattr(s->slot, 1, &isnull));
+	tup = ExecFetchSlotHeapTuple(s->slot, false, &should_free);
+	Assert(!should_free);
+	*htup = tup->t_data;
+	return true;
+}
+
+void
+kz_entry_scan_end(KzEntryScan *s)
+{
+	index_endscan(s->scan);
+	ExecDropSingleTupleTableSlot(s->slot);
+	index_close(s->index, NoLock);
+	table_close(s->heap, NoLock);
+}
+
+int64
+kz_entry_max_seq(void)
+{
+	KzEntryScan s;
+	int64		seq = 0;
+	HeapTupleHeader h;
+
+	kz_entry_scan_seqs(&s, PG_INT64_MIN, PG_INT64_MAX, BackwardScanDirection);
+	if (!kz_entry_scan_next(&s, &seq, &h))
+		seq = 0;
+	kz_entry_scan_end(&s);
+	return seq;
+}
+
+/* -------------------------------------------------- the pull's reads */
+
+int
+kz_entry_select(const KzEntryQuery *q, KzEntryRow **out)
+{
+	StringInfoData sql;
+	Oid			types[6];
+	Datum		values[6];
+	int			n = 0;
+	uint64		got;
+	uint64		i;
+	KzEntryRow *rows;
+	SPITupleTable *tt;
+
+	initStringInfo(&sql);
+	appendStringInfoString(&sql, "SELECT seq, key, kind, deleted_at, xmin FROM kizunasync.entries"
+						   " WHERE bucket OPERATOR(pg_catalog.=) $1 AND tid OPERATOR(pg_catalog.=) $2");
+	types[n] = INT8OID;
+	values[n++] = Int64GetDatum(q->bucket);
+	types[n] = INT4OID;
+	values[n++] = Int32GetDatum(q->conf->id);
+	if (q->tombs_only)
+		appendStringInfoString(&sql, " AND kind OPERATOR(pg_catalog.=) 'd'");
+	else if (!q->tombs)
+		appendStringInfoString(&sql, " AND kind OPERATOR(pg_catalog.=) 'r'");
+	if ((q->tombs || q->tombs_only) && q->snap_col != NULL)
+	{
+		appendStringInfo(&sql, " AND (%s(snapshot OPERATOR(pg_catalog.->) $%d)"
+						 " OPERATOR(pg_catalog.=) $%d)",
+						 q->tombs_only ? "" : "kind OPERATOR(pg_catalog.=) 'r' OR ", n + 1, n + 2);
+		types[n] = TEXTOID;
+		values[n++] = CStringGetTextDatum(q->snap_col);
+		types[n] = JSONBOID;
+		values[n++] = JsonbPGetDatum(q->snap_val);
+	}
+	if (q->seqs != NULL)
+	{
+		Datum	   *elems = palloc(sizeof(Datum) * Max(q->nseqs, 1));
+		int			k;
+
+		for (k = 0; k < q->nseqs; k++)
+			elems[k] = Int64GetDatum(q->seqs[k]);
+		appendStringInfo(&sql, " AND seq OPERATOR(pg_catalog.=) ANY ($%d)", n + 1);
+		types[n] = INT8ARRAYOID;
+		values[n++] = PointerGetDatum(construct_array(elems, q->nseqs, INT8OID, 8,
+													  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	}
+	else
+	{
+		appendStringInfo(&sql, " AND seq OPERATOR(pg_catalog.>) $%d AND seq OPERATOR(pg_catalog.<=) $%d",
+						 n + 1, n + 2);
+		types[n] = INT8OID;
+		values[n++] = Int64GetDatum(q->lo);
+		types[n] = INT8OID;
+		values[n++] = Int64GetDatum(q->hi);
+	}
+	appendStringInfoString(&sql, " ORDER BY seq");
+	if (q->limit > 0)
+	{
+		appendStringInfo(&sql, " LIMIT $%d", n + 1);
+		types[n] = INT8OID;
+		values[n++] = Int64GetDatum(q->limit);
+	}
+	got = kz_spi_priv(sql.data, n, types, values, NULL, true, 0, SPI_OK_SELECT);
+	pfree(sql.data);
+	tt = SPI_tuptable;
+	rows = palloc(sizeof(KzEntryRow) * Max(got, 1));
+	for (i = 0; i < got; i++)
+	{
+		HeapTuple	tup = tt->vals[i];
+		bool		isnull;
+		Datum		d;
+
+		rows[i].seq = DatumGetInt64(SPI_getbinval(tup, tt->tupdesc, 1, &isnull));
+		rows[i].pk = kz_entry_key_text(DatumGetByteaPP(SPI_getbinval(tup, tt->tupdesc, 2, &isnull)));
+		rows[i].tomb = DatumGetChar(SPI_getbinval(tup, tt->tupdesc, 3, &isnull)) == 'd';
+		d = SPI_getbinval(tup, tt->tupdesc, 4, &isnull);
+		rows[i].deleted_at = isnull ? 0 : DatumGetTimestampTz(d);
+		rows[i].xmin = DatumGetTransactionId(SPI_getbinval(tup, tt->tupdesc, 5, &isnull));
+	}
+	SPI_freetuptable(tt);
+	*out = rows;
+	return (int) got;
+}
+
+/* --------------------------------------- reads of push, repair, resync */
+
+bool
+kz_entry_row_of(const KzTableConf *conf, const char *pk, Snapshot snap, char **label,
+				TransactionId *row_xmin, int64 *seq)
+{
+	Oid			types[2] = {INT4OID, BYTEAOID};
+	Datum		values[2];
+	const char *sql = "SELECT bucket, row_xmin, seq FROM kizunasync.entries"
+		" WHERE tid OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2"
+		" AND kind OPERATOR(pg_catalog.=) 'r'";
+	uint64		n;
+	bool		found = false;
+
+	values[0] = Int32GetDatum(conf->id);
+	values[1] = PointerGetDatum(kz_entry_key(conf, pk));
+	*label = NULL;
+	*row_xmin = InvalidTransactionId;
+	*seq = 0;
+	if (snap != NULL)
+		n = kz_spi_priv_snapshot(sql, 2, types, values, NULL, snap, 1, SPI_OK_SELECT);
+	else
+		n = kz_spi_priv(sql, 2, types, values, NULL, false, 1, SPI_OK_SELECT);
+	if (n > 0)
+	{
+		SPITupleTable *tt = SPI_tuptable;
+		bool		isnull;
+		int64		bucket = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
+		Datum		d = SPI_getbinval(tt->vals[0], tt->tupdesc, 2, &isnull);
+
+		found = true;
+		if (!isnull)
+			*row_xmin = DatumGetTransactionId(d);
+		*seq = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 3, &isnull));
+		SPI_freetuptable(tt);
+		*label = entry_bucket_label(bucket);
+		if (*label == NULL && conf->bucket_column == NULL)
+			*label = pstrdup("");
+		return found;
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return found;
+}
+
+bool
+kz_entry_tombstone_of(const KzTableConf *conf, const char *pk, Snapshot snap, char **label,
+					  TransactionId *xmin)
+{
+	Oid			types[2] = {INT4OID, BYTEAOID};
+	Datum		values[2];
+	bool		found = false;
+
+	values[0] = Int32GetDatum(conf->id);
+	values[1] = PointerGetDatum(kz_entry_key(conf, pk));
+	*label = NULL;
+	*xmin = InvalidTransactionId;
+	if (kz_spi_priv_snapshot("SELECT t.bucket, t.xmin FROM kizunasync.entries t"
+							 " WHERE t.tid OPERATOR(pg_catalog.=) $1 AND t.key OPERATOR(pg_catalog.=) $2"
+							 " AND t.kind OPERATOR(pg_catalog.=) 'd'"
+							 " AND NOT EXISTS (SELECT 1 FROM kizunasync.entries r"
+							 "   WHERE r.tid OPERATOR(pg_catalog.=) t.tid AND r.key OPERATOR(pg_catalog.=) t.key"
+							 "   AND r.kind OPERATOR(pg_catalog.=) 'r' AND r.seq OPERATOR(pg_catalog.>) t.seq)"
+							 " ORDER BY t.seq DESC LIMIT 1",
+							 2, types, values, NULL, snap, 1, SPI_OK_SELECT) > 0)
+	{
+		SPITupleTable *tt = SPI_tuptable;
+		bool		isnull;
+		int64		bucket = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
+
+		*xmin = DatumGetTransactionId(SPI_getbinval(tt->vals[0], tt->tupdesc, 2, &isnull));
+		found = true;
+		SPI_freetuptable(tt);
+		*label = entry_bucket_label(bucket);
+		if (*label == NULL)
+			*label = pstrdup("");
+		return found;
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return found;
+}
+
+int
+kz_entry_rows_of_table(const KzTableConf *conf, const bytea *after, int limit, KzEntryRef **out)
+{
+	Oid			types[3] = {INT4OID, BYTEAOID, INT4OID};
+	Datum		values[3];
+	uint64		n;
+	uint64		i;
+	KzEntryRef *refs;
+	SPITupleTable *tt;
+
+	values[0] = Int32GetDatum(conf->id);
+	if (after == NULL)
+	{
+		bytea	   *empty = palloc(VARHDRSZ);
+
+		SET_VARSIZE(empty, VARHDRSZ);
+		after = empty;			/* keys are never empty */
+	}
+	values[1] = PointerGetDatum(after);
+	values[2] = Int32GetDatum(limit);
+	n = kz_spi_priv("SELECT e.key, b.label, e.ctid, e.bucket FROM kizunasync.entries e"
+					" LEFT JOIN kizunasync.buckets b ON b.id OPERATOR(pg_catalog.=) e.bucket"
+					" WHERE e.tid OPERATOR(pg_catalog.=) $1 AND e.key OPERATOR(pg_catalog.>) $2"
+					" AND e.kind OPERATOR(pg_catalog.=) 'r'"
+					" ORDER BY e.key LIMIT $3",
+					3, types, values, NULL, false, 0, SPI_OK_SELECT);
+	tt = SPI_tuptable;
+	refs = palloc(sizeof(KzEntryRef) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		bool		isnull;
+		Datum		d;
+
+		refs[i].key = DatumGetByteaPCopy(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
+		refs[i].pk = kz_entry_key_text(refs[i].key);
+		d = SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull);
+		refs[i].label = isnull ? NULL : TextDatumGetCString(d);
+		if (refs[i].label == NULL && conf->bucket_column == NULL)
+			refs[i].label = pstrdup("");
+		refs[i].tid = *(ItemPointer) DatumGetPointer(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &isnull));
+	}
+	SPI_freetuptable(tt);
+	*out = refs;
+	return (int) n;
+}
+
+Oid
+kz_entry_relid(void)
+{
+	return kz_bk_relid(ENTRIES);
+}
+
+int
+kz_entry_bucket_rows(const KzTableConf *conf, int64 bucket, int64 after, int64 upto, int limit,
+					 bool lock, KzEntryBucketRow **out)
+{
+	Oid			types[5] = {INT8OID, INT4OID, INT8OID, INT8OID, INT4OID};
+	Datum		values[5];
+	uint64		n;
+	uint64		i;
+	KzEntryBucketRow *rows;
+	SPITupleTable *tt;
+
+	values[0] = Int64GetDatum(bucket);
+	values[1] = Int32GetDatum(conf->id);
+	values[2] = Int64GetDatum(after);
+	values[3] = Int64GetDatum(upto);
+	values[4] = Int32GetDatum(limit);
+	n = kz_spi_priv(lock
+					? "SELECT seq, key, row_xmin FROM kizunasync.entries"
+					" WHERE bucket OPERATOR(pg_catalog.=) $1 AND tid OPERATOR(pg_catalog.=) $2"
+					" AND kind OPERATOR(pg_catalog.=) 'r'"
+					" AND seq OPERATOR(pg_catalog.>) $3 AND seq OPERATOR(pg_catalog.<=) $4"
+					" ORDER BY seq LIMIT $5 FOR UPDATE"
+					: "SELECT seq, key, row_xmin FROM kizunasync.entries"
+					" WHERE bucket OPERATOR(pg_catalog.=) $1 AND tid OPERATOR(pg_catalog.=) $2"
+					" AND kind OPERATOR(pg_catalog.=) 'r'"
+					" AND seq OPERATOR(pg_catalog.>) $3 AND seq OPERATOR(pg_catalog.<=) $4"
+					" ORDER BY seq LIMIT $5",
+					5, types, values, NULL, false, 0, SPI_OK_SELECT);
+	tt = SPI_tuptable;
+	rows = palloc(sizeof(KzEntryBucketRow) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		bool		isnull;
+		Datum		d;
+
+		rows[i].seq = DatumGetInt64(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
+		rows[i].pk = kz_entry_key_text(DatumGetByteaPP(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull)));
+		d = SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &isnull);
+		rows[i].have_xmin = !isnull;
+		rows[i].row_xmin = isnull ? InvalidTransactionId : DatumGetTransactionId(d);
+	}
+	SPI_freetuptable(tt);
+	*out = rows;
+	return (int) n;
+}
+
+bool
+kz_entry_row_seq_exists(int64 seq)
+{
+	Oid			types[1] = {INT8OID};
+	Datum		values[1];
+	bool		found;
+
+	values[0] = Int64GetDatum(seq);
+	found = kz_spi_priv("SELECT 1 FROM kizunasync.entries WHERE seq OPERATOR(pg_catalog.=) $1"
+						" AND kind OPERATOR(pg_catalog.=) 'r'",
+						1, types, values, NULL, true, 1, SPI_OK_SELECT) > 0;
+	SPI_freetuptable(SPI_tuptable);
+	return found;
+}
+
+int64
+kz_entry_bucket_max_seq(const KzTableConf *conf, int64 bucket)
+{
+	Oid			types[2] = {INT8OID, INT4OID};
+	Datum		values[2];
+	bool		isnull = true;
+	int64		top = 0;
+
+	values[0] = Int64GetDatum(bucket);
+	values[1] = Int32GetDatum(conf->id);
+	if (kz_spi_priv("SELECT pg_catalog.max(seq) FROM kizunasync.entries"
+					" WHERE bucket OPERATOR(pg_catalog.=) $1 AND tid OPERATOR(pg_catalog.=) $2"
+					" AND kind OPERATOR(pg_catalog.=) 'r'",
+					2, types, values, NULL, false, 1, SPI_OK_SELECT) > 0)
+	{
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			top = DatumGetInt64(d);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return top;
+}
+
+void
+kz_entry_scan_unsettled(KzEntryNoteFn note, void *arg)
+{
+	Relation	rel = table_open(kz_bk_relid(ENTRIES), AccessShareLock);
+	TupleDesc	desc = RelationGetDescr(rel);
+	AttrNumber	seq_att = SPI_fnumber(desc, "seq");
+	AttrNumber	tid_att = SPI_fnumber(desc, "tid");
+	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
+	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+	Buffer		vmbuffer = InvalidBuffer;
+	BlockNumber blk;
+
+	if (seq_att <= 0 || tid_att <= 0)
+		elog(ERROR, "kizunasync.entries lacks its seq or tid column");
+	for (blk = 0; blk < nblocks; blk++)
+	{
+		Buffer		buf;
+		Page		page;
+		OffsetNumber off,
+					maxoff;
+
+		CHECK_FOR_INTERRUPTS();
+		if (VM_ALL_VISIBLE(rel, blk, &vmbuffer))
+			continue;
+		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, strategy);
+		LockBuffer(buf, BUFFER_LOCK_SHARE);
+		page = BufferGetPage(buf);
+		maxoff = PageIsNew(page) ? InvalidOffsetNumber : PageGetMaxOffsetNumber(page);
+		for (off = FirstOffsetNumber; off <= maxoff; off = OffsetNumberNext(off))
+		{
+			ItemId		lp = PageGetItemId(page, off);
+			HeapTupleData tup;
+			bool		isnull;
+			Datum		seq,
+						tid;
+
+			if (!ItemIdIsNormal(lp))
+				continue;
+			tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
+			tup.t_len = ItemIdGetLength(lp);
+			tup.t_tableOid = RelationGetRelid(rel);
+			ItemPointerSet(&tup.t_self, blk, off);
+			if (HeapTupleHeaderXminCommitted(tup.t_data) ||
+				HeapTupleHeaderXminInvalid(tup.t_data))
+				continue;
+			seq = heap_getattr(&tup, seq_att, desc, &isnull);
+			if (isnull)
+				continue;
+			tid = heap_getattr(&tup, tid_att, desc, &isnull);
+			if (isnull)
+				continue;
+			note(arg, HeapTupleHeaderGetRawXmin(tup.t_data), DatumGetInt64(seq),
+				 DatumGetInt32(tid));
+		}
+		UnlockReleaseBuffer(buf);
+	}
+	if (BufferIsValid(vmbuffer))
+		ReleaseBuffer(vmbuffer);
+	FreeAccessStrategy(strategy);
+	table_close(rel, AccessShareLock);
+}
+
+/* ----------------------------------------------------------- retention */
+
+int64
+kz_entry_reap(int32 max_rows, int32 default_ttl_days)
+{
+	Oid			types[2] = {INT4OID, INT4OID};
+	Datum		values[2];
+	uint64		n;
+	int64		top = 0;
+
+	values[0] = Int32GetDatum(max_rows);
+	values[1] = Int32GetDatum(default_ttl_days);
+	n = kz_spi_priv("WITH doomed AS ("
+					"  SELECT t.seq FROM kizunasync.entries t"
+					"    LEFT JOIN kizunasync.synced_tables c ON c.id OPERATOR(pg_catalog.=) t.tid"
+					"   WHERE t.kind OPERATOR(pg_catalog.=) 'd'"
+					"     AND t.deleted_at OPERATOR(pg_catalog.<) (pg_catalog.now()"
+					"         OPERATOR(pg_catalog.-) pg_catalog.make_interval("
+					"           days => COALESCE(c.tombstone_ttl_days, $2)))"
+					"   ORDER BY t.seq LIMIT $1 FOR UPDATE OF t SKIP LOCKED),"
+					" gone AS ("
+					"  DELETE FROM kizunasync.entries t USING doomed"
+					"   WHERE t.seq OPERATOR(pg_catalog.=) doomed.seq RETURNING t.seq)"
+					" SELECT pg_catalog.max(seq) FROM gone",
+					2, types, values, NULL, false, 0, SPI_OK_SELECT);
+	if (n > 0)
+	{
+		bool		isnull;
+		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+		if (!isnull)
+			top = DatumGetInt64(d);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	return top;
+}
+
+uint64
+kz_entry_compact(int32 max_rows)
+{
+	Oid			types[1] = {INT4OID};
+	Datum		values[1];
+	uint64		n = 0;
+
+	values[0] = Int32GetDatum(max_rows);
+	n += kz_spi_priv("DELETE FROM kizunasync.entries l"
+					 " WHERE l.seq OPERATOR(pg_catalog.=) ANY (SELECT x.seq FROM kizunasync.entries x"
+					 "   WHERE NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables c"
+					 "                      WHERE c.id OPERATOR(pg_catalog.=) x.tid)"
+					 "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
+					 1, types, values, NULL, false, 0, SPI_OK_DELETE);
+	n += kz_spi_priv("DELETE FROM kizunasync.conflict_journal j"
+					 " WHERE j.id OPERATOR(pg_catalog.=) ANY (SELECT x.id FROM kizunasync.conflict_journal x"
+					 "   WHERE x.winner_seq IS NOT NULL"
+					 "     AND NOT EXISTS (SELECT 1 FROM kizunasync.entries l"
+					 "                      WHERE l.seq OPERATOR(pg_catalog.=) x.winner_seq"
+					 "                        AND l.kind OPERATOR(pg_catalog.=) 'r')"
+					 "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
+					 1, types, values, NULL, false, 0, SPI_OK_DELETE);
+	return n;
+}
+
+void
+kz_entry_forget_table(int32 tid)
+{
+	Oid			types[1] = {INT4OID};
+	Datum		values[1];
+
+	values[0] = Int32GetDatum(tid);
+	kz_spi_priv("DELETE FROM kizunasync.entries WHERE tid OPERATOR(pg_catalog.=) $1",
+				1, types, values, NULL, false, 0, SPI_OK_DELETE);
+	kz_spi_priv("DELETE FROM kizunasync.buckets WHERE tid OPERATOR(pg_catalog.=) $1",
+				1, types, values, NULL, false, 0, SPI_OK_DELETE);
+}
