@@ -27,7 +27,6 @@
  */
 #include "postgres.h"
 
-#include "access/detoast.h"
 #include "access/xact.h"
 #include "access/xlog.h"
 #include "access/xlog_internal.h"
@@ -110,36 +109,6 @@ typedef struct PullPage
 
 /* ------------------------------------------------------------ the request */
 
-static void
-pull_parse_buckets(FunctionCallInfo fcinfo, KzPullRequest *req)
-{
-	Jsonb	   *bj;
-	char	   *btext;
-	KzReqError	rerr;
-
-	if (PG_ARGISNULL(0))
-	{
-		req->nbuckets = 0;
-		req->buckets = NULL;
-		return;
-	}
-
-	/*
-	 * Refuse a huge argument before detoasting it.  The binary form of a
-	 * JSON text is at most about twice its size, so this is a loose bound;
-	 * the parser checks the text length exactly.
-	 */
-	if (toast_raw_datum_size(PG_GETARG_DATUM(0)) > 2 * (Size) KZ_PULL_MAX_TEXT)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("buckets is too large"),
-				 errdetail("The limit is %d bytes of JSON text.", KZ_PULL_MAX_TEXT)));
-	bj = PG_GETARG_JSONB_P(0);
-	btext = JsonbToCString(NULL, &bj->root, VARSIZE(bj));
-	if (kz_pull_request_parse(btext, strlen(btext), palloc, req, &rerr) != 0)
-		kz_raise_request_error(&rerr);
-}
-
 /*
  * Steps 1-9 of SPEC 4.3.  Returns false when the answer is RESET_REQUIRED.
  */
@@ -180,7 +149,7 @@ pull_gates(FunctionCallInfo fcinfo, PullCall *pc)
 				 errhint("The maximum is the max_pull_limit setting (kizunasync.configure()).")));
 
 	/* 4. buckets; 5. tables must be synced; 6. params must be columns */
-	pull_parse_buckets(fcinfo, &pc->req);
+	kz_pull_parse_buckets(fcinfo, &pc->req);
 	kz_pull_resolve(&pc->req, pc->caller.role, &pc->pt);
 
 	/* 7. RESET_REQUIRED */

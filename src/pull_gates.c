@@ -7,6 +7,7 @@
  */
 #include "postgres.h"
 
+#include "access/detoast.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "fmgr.h"
@@ -21,6 +22,37 @@
 #include "jsonbutil.h"
 #include "pull_gates.h"
 #include "spi.h"
+
+/* The buckets argument (argument 0 of pull), parsed and checked (request_pull.h). */
+void
+kz_pull_parse_buckets(FunctionCallInfo fcinfo, KzPullRequest *req)
+{
+	Jsonb	   *bj;
+	char	   *btext;
+	KzReqError	rerr;
+
+	if (PG_ARGISNULL(0))
+	{
+		req->nbuckets = 0;
+		req->buckets = NULL;
+		return;
+	}
+
+	/*
+	 * Refuse a huge argument before detoasting it.  The binary form of a
+	 * JSON text is at most about twice its size, so this is a loose bound;
+	 * the parser checks the text length exactly.
+	 */
+	if (toast_raw_datum_size(PG_GETARG_DATUM(0)) > 2 * (Size) KZ_PULL_MAX_TEXT)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("buckets is too large"),
+				 errdetail("The limit is %d bytes of JSON text.", KZ_PULL_MAX_TEXT)));
+	bj = PG_GETARG_JSONB_P(0);
+	btext = JsonbToCString(NULL, &bj->root, VARSIZE(bj));
+	if (kz_pull_request_parse(btext, strlen(btext), palloc, req, &rerr) != 0)
+		kz_raise_request_error(&rerr);
+}
 
 static int
 gates_cmp_table(const void *a, const void *b)

@@ -13,6 +13,7 @@
 #ifndef KZ_PULL_GATES_H
 #define KZ_PULL_GATES_H
 
+#include "fmgr.h"
 #include "utils/jsonb.h"
 
 #include "request_pull.h"
@@ -46,6 +47,12 @@ typedef struct KzPullTables
 } KzPullTables;
 
 /* Gates 5 and 6: every table synced, every param a column of its table. */
+/*
+ * The buckets argument of pull (argument 0 of fcinfo), parsed into req;
+ * 22023 (or 54000 for a huge one) when it is malformed.
+ */
+extern void kz_pull_parse_buckets(FunctionCallInfo fcinfo, KzPullRequest *req);
+
 extern void kz_pull_resolve(const KzPullRequest *req, Oid role, KzPullTables *out);
 
 /*
