@@ -53,6 +53,9 @@
 #include "common/hashfn.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
+#include "parser/parse_relation.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
 #include "storage/bufmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -66,7 +69,6 @@
 #include "utils/snapmgr.h"
 
 #include "entry.h"
-#include "spi.h"
 
 #define ENTRIES				"entries"
 #define ENTRIES_SEQ_IDX		"entries_pkey"
@@ -145,40 +147,36 @@ entry_parse_uuid(const char *pk, uint8 *out)
 }
 
 bytea *
-kz_entry_key(const KzTableConf *conf, const char *pk)
+kz_entry_key(Oid key_type, const char *pk)
 {
 	size_t		len = strlen(pk);
 	bytea	   *key;
 	char	   *p;
+	int64		v;
+	uint8		u[16];
 
-	if (conf->nkeys == 1)
+	if ((key_type == INT2OID || key_type == INT4OID || key_type == INT8OID) &&
+		entry_parse_int(pk, &v))
 	{
-		Oid			t = conf->key_types[0];
-		int64		v;
-		uint8		u[16];
+		uint64		x = (uint64) v;
+		int			i;
 
-		if ((t == INT2OID || t == INT4OID || t == INT8OID) && entry_parse_int(pk, &v))
-		{
-			uint64		x = (uint64) v;
-			int			i;
-
-			key = palloc(VARHDRSZ + 9);
-			SET_VARSIZE(key, VARHDRSZ + 9);
-			p = VARDATA(key);
-			p[0] = KEY_INT;
-			for (i = 0; i < 8; i++)
-				p[1 + i] = (char) ((x >> (56 - 8 * i)) & 0xff);
-			return key;
-		}
-		if (t == UUIDOID && entry_parse_uuid(pk, u))
-		{
-			key = palloc(VARHDRSZ + 17);
-			SET_VARSIZE(key, VARHDRSZ + 17);
-			p = VARDATA(key);
-			p[0] = KEY_UUID;
-			memcpy(p + 1, u, 16);
-			return key;
-		}
+		key = palloc(VARHDRSZ + 9);
+		SET_VARSIZE(key, VARHDRSZ + 9);
+		p = VARDATA(key);
+		p[0] = KEY_INT;
+		for (i = 0; i < 8; i++)
+			p[1 + i] = (char) ((x >> (56 - 8 * i)) & 0xff);
+		return key;
+	}
+	if (key_type == UUIDOID && entry_parse_uuid(pk, u))
+	{
+		key = palloc(VARHDRSZ + 17);
+		SET_VARSIZE(key, VARHDRSZ + 17);
+		p = VARDATA(key);
+		p[0] = KEY_UUID;
+		memcpy(p + 1, u, 16);
+		return key;
 	}
 	key = palloc(VARHDRSZ + 1 + len);
 	SET_VARSIZE(key, VARHDRSZ + 1 + len);
@@ -364,64 +362,86 @@ bucket_cache_init(void)
 	bucket_rel = kz_bk_relid("buckets");
 }
 
-int64
-kz_entry_bucket(const KzTableConf *conf, const char *label, bool create)
+/*
+ * Make sure kizunasync.buckets holds (number, tid, label) once this
+ * transaction commits; true when this call added the row.  Writers of one
+ * new number wait for each other on a lock of their own keyspace (an
+ * advisory lock tag that no SQL function can name), held to the end of the
+ * transaction: the first one's row is then committed or gone when the
+ * next one looks.  Taken outside the writers' section (kz_entry_prepare),
+ * so a wait here is an ordinary lock wait, seen by the deadlock detector.
+ */
+#define KZ_BUCKET_LOCK_SPACE	0x4b5a
+
+static bool
+bucket_record(int32 tid, int64 number, const char *label)
 {
-	int64		number = kz_entry_bucket_number(conf->id, label);
+	LOCKTAG		tag;
+	KzBkTable	t;
+	ScanKeyData skey[1];
+	HeapTuple	found;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+	bool	   *first;
+	bool		deferred;
+	HeapTuple	tup;
+	int			i;
+
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) ((uint64) number >> 32),
+						 (uint32) number, KZ_BUCKET_LOCK_SPACE);
+	(void) LockAcquire(&tag, ExclusiveLock, false, false);
+
+	kz_bk_open(&t, "buckets");
+	ScanKeyInit(&skey[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(number));
+	found = kz_bk_fetch(&t, kz_bk_index(&t, "buckets_pkey"), 1, skey);
+	if (found != NULL)
+	{
+		heap_freetuple(found);
+		kz_bk_close(&t);
+		return false;
+	}
+	values[kz_bk_column(&t, "id")] = Int64GetDatum(number);
+	values[kz_bk_column(&t, "tid")] = Int32GetDatum(tid);
+	values[kz_bk_column(&t, "label")] = CStringGetTextDatum(label);
+	first = palloc0(sizeof(bool) * Max(t.nindexes, 1));
+	for (i = 0; i < t.nindexes; i++)
+		first[i] = true;
+	tup = kz_bk_insert_first(&t, values, nulls, first, &deferred);
+	kz_bk_insert_rest(&t, tup, first, deferred);
+	pfree(first);
+	kz_bk_close(&t);
+	CommandCounterIncrement();
+	return true;
+}
+
+int64
+kz_entry_bucket(int32 tid, const char *label, bool create)
+{
+	int64		number = kz_entry_bucket_number(tid, label);
 	BucketKey	k;
 	BucketEnt  *e;
 	bool		found;
+	bool		own;
 
 	if (!create || label == NULL)
 		return number;
 	bucket_cache_init();
 	memset(&k, 0, sizeof(k));
-	k.tid = conf->id;
+	k.tid = tid;
 	k.number = number;
 	if (hash_search(bucket_cache, &k, HASH_FIND, NULL) != NULL)
 		return number;
+	own = bucket_record(tid, number, label);
+	/* recording may have processed invalidations that reset the cache */
+	bucket_cache_init();
+	e = hash_search(bucket_cache, &k, HASH_ENTER, &found);
+	if (!found)
 	{
-		Oid			types[3] = {INT8OID, INT4OID, TEXTOID};
-		Datum		values[3];
-		uint64		n;
-
-		values[0] = Int64GetDatum(number);
-		values[1] = Int32GetDatum(conf->id);
-		values[2] = CStringGetTextDatum(label);
-		kz_spi_connect();
-		n = kz_spi_priv("INSERT INTO kizunasync.buckets (id, tid, label) VALUES ($1, $2, $3)"
-						" ON CONFLICT (id) DO NOTHING",
-						3, types, values, NULL, false, 0, SPI_OK_INSERT);
-		kz_spi_finish();
-		/* the SPI call may have processed invalidations that reset the cache */
-		bucket_cache_init();
-		e = hash_search(bucket_cache, &k, HASH_ENTER, &found);
-		if (!found)
-		{
-			e->own = (n == 1);
-			if (e->own)
-				bucket_own++;
-		}
+		e->own = own;
+		if (own)
+			bucket_own++;
 	}
 	return number;
-}
-
-/* The label of a bucket number of table tid, or NULL (inside SPI). */
-static char *
-entry_bucket_label(int64 bucket)
-{
-	Oid			types[1] = {INT8OID};
-	Datum		values[1];
-	char	   *label = NULL;
-
-	if (bucket == KZ_ENTRY_NULL_BUCKET)
-		return NULL;
-	values[0] = Int64GetDatum(bucket);
-	if (kz_spi_priv("SELECT label FROM kizunasync.buckets WHERE id OPERATOR(pg_catalog.=) $1",
-					1, types, values, NULL, false, 1, SPI_OK_SELECT) > 0)
-		label = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-	SPI_freetuptable(SPI_tuptable);
-	return label;
 }
 
 /* ----------------------------------------------------------- the write */
@@ -529,14 +549,13 @@ entry_supersede(KzEntryWriter *w, int32 tid, bytea *key, int64 bucket)
 void
 kz_entry_prepare(KzEntryWriter *w, const KzChange *ch, KzEntryNew *e)
 {
-	KzTableConf *conf = kz_tableconf_by_name(ch->table_name, false);
 	int			natts = RelationGetDescr(w->t.heap)->natts;
-	bytea	   *key = kz_entry_key(conf, ch->pk);
-	int64		bucket = kz_entry_bucket(conf, ch->bucket_value, true);
+	bytea	   *key = kz_entry_key(ch->key_type, ch->pk);
+	int64		bucket = kz_entry_bucket(ch->tid, ch->bucket_value, true);
 
 	/* earlier changes of this batch must be visible to the lookup */
 	CommandCounterIncrement();
-	entry_supersede(w, conf->id, key, bucket);
+	entry_supersede(w, ch->tid, key, bucket);
 
 	e->tup = NULL;
 	e->deferred = false;
@@ -545,7 +564,7 @@ kz_entry_prepare(KzEntryWriter *w, const KzChange *ch, KzEntryNew *e)
 	memset(e->nulls, true, sizeof(bool) * natts);
 	e->values[w->c_bucket] = Int64GetDatum(bucket);
 	e->nulls[w->c_bucket] = false;
-	e->values[w->c_tid] = Int32GetDatum(conf->id);
+	e->values[w->c_tid] = Int32GetDatum(ch->tid);
 	e->nulls[w->c_tid] = false;
 	e->values[w->c_key] = PointerGetDatum(key);
 	e->nulls[w->c_key] = false;
@@ -642,6 +661,12 @@ kz_entry_scan_end(KzEntryScan *s)
 	table_close(s->heap, NoLock);
 }
 
+Oid
+kz_entry_relid(void)
+{
+	return kz_bk_relid(ENTRIES);
+}
+
 int64
 kz_entry_max_seq(void)
 {
@@ -656,316 +681,13 @@ kz_entry_max_seq(void)
 	return seq;
 }
 
-/* -------------------------------------------------- the pull's reads */
-
-int
-kz_entry_select(const KzEntryQuery *q, KzEntryRow **out)
-{
-	StringInfoData sql;
-	Oid			types[6];
-	Datum		values[6];
-	int			n = 0;
-	uint64		got;
-	uint64		i;
-	KzEntryRow *rows;
-	SPITupleTable *tt;
-
-	initStringInfo(&sql);
-	appendStringInfoString(&sql, "SELECT seq, key, kind, deleted_at, xmin FROM kizunasync.entries"
-						   " WHERE bucket OPERATOR(pg_catalog.=) $1 AND tid OPERATOR(pg_catalog.=) $2");
-	types[n] = INT8OID;
-	values[n++] = Int64GetDatum(q->bucket);
-	types[n] = INT4OID;
-	values[n++] = Int32GetDatum(q->conf->id);
-	if (q->tombs_only)
-		appendStringInfoString(&sql, " AND kind OPERATOR(pg_catalog.=) 'd'");
-	else if (!q->tombs)
-		appendStringInfoString(&sql, " AND kind OPERATOR(pg_catalog.=) 'r'");
-	if ((q->tombs || q->tombs_only) && q->snap_col != NULL)
-	{
-		appendStringInfo(&sql, " AND (%s(snapshot OPERATOR(pg_catalog.->) $%d)"
-						 " OPERATOR(pg_catalog.=) $%d)",
-						 q->tombs_only ? "" : "kind OPERATOR(pg_catalog.=) 'r' OR ", n + 1, n + 2);
-		types[n] = TEXTOID;
-		values[n++] = CStringGetTextDatum(q->snap_col);
-		types[n] = JSONBOID;
-		values[n++] = JsonbPGetDatum(q->snap_val);
-	}
-	if (q->seqs != NULL)
-	{
-		Datum	   *elems = palloc(sizeof(Datum) * Max(q->nseqs, 1));
-		int			k;
-
-		for (k = 0; k < q->nseqs; k++)
-			elems[k] = Int64GetDatum(q->seqs[k]);
-		appendStringInfo(&sql, " AND seq OPERATOR(pg_catalog.=) ANY ($%d)", n + 1);
-		types[n] = INT8ARRAYOID;
-		values[n++] = PointerGetDatum(construct_array(elems, q->nseqs, INT8OID, 8,
-													  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	}
-	else
-	{
-		appendStringInfo(&sql, " AND seq OPERATOR(pg_catalog.>) $%d AND seq OPERATOR(pg_catalog.<=) $%d",
-						 n + 1, n + 2);
-		types[n] = INT8OID;
-		values[n++] = Int64GetDatum(q->lo);
-		types[n] = INT8OID;
-		values[n++] = Int64GetDatum(q->hi);
-	}
-	appendStringInfoString(&sql, " ORDER BY seq");
-	if (q->limit > 0)
-	{
-		appendStringInfo(&sql, " LIMIT $%d", n + 1);
-		types[n] = INT8OID;
-		values[n++] = Int64GetDatum(q->limit);
-	}
-	got = kz_spi_priv(sql.data, n, types, values, NULL, true, 0, SPI_OK_SELECT);
-	pfree(sql.data);
-	tt = SPI_tuptable;
-	rows = palloc(sizeof(KzEntryRow) * Max(got, 1));
-	for (i = 0; i < got; i++)
-	{
-		HeapTuple	tup = tt->vals[i];
-		bool		isnull;
-		Datum		d;
-
-		rows[i].seq = DatumGetInt64(SPI_getbinval(tup, tt->tupdesc, 1, &isnull));
-		rows[i].pk = kz_entry_key_text(DatumGetByteaPP(SPI_getbinval(tup, tt->tupdesc, 2, &isnull)));
-		rows[i].tomb = DatumGetChar(SPI_getbinval(tup, tt->tupdesc, 3, &isnull)) == 'd';
-		d = SPI_getbinval(tup, tt->tupdesc, 4, &isnull);
-		rows[i].deleted_at = isnull ? 0 : DatumGetTimestampTz(d);
-		rows[i].xmin = DatumGetTransactionId(SPI_getbinval(tup, tt->tupdesc, 5, &isnull));
-	}
-	SPI_freetuptable(tt);
-	*out = rows;
-	return (int) got;
-}
-
-/* --------------------------------------- reads of push, repair, resync */
-
-bool
-kz_entry_row_of(const KzTableConf *conf, const char *pk, Snapshot snap, char **label,
-				TransactionId *row_xmin, int64 *seq)
-{
-	Oid			types[2] = {INT4OID, BYTEAOID};
-	Datum		values[2];
-	const char *sql = "SELECT bucket, row_xmin, seq FROM kizunasync.entries"
-		" WHERE tid OPERATOR(pg_catalog.=) $1 AND key OPERATOR(pg_catalog.=) $2"
-		" AND kind OPERATOR(pg_catalog.=) 'r'";
-	uint64		n;
-	bool		found = false;
-
-	values[0] = Int32GetDatum(conf->id);
-	values[1] = PointerGetDatum(kz_entry_key(conf, pk));
-	*label = NULL;
-	*row_xmin = InvalidTransactionId;
-	*seq = 0;
-	if (snap != NULL)
-		n = kz_spi_priv_snapshot(sql, 2, types, values, NULL, snap, 1, SPI_OK_SELECT);
-	else
-		n = kz_spi_priv(sql, 2, types, values, NULL, false, 1, SPI_OK_SELECT);
-	if (n > 0)
-	{
-		SPITupleTable *tt = SPI_tuptable;
-		bool		isnull;
-		int64		bucket = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
-		Datum		d = SPI_getbinval(tt->vals[0], tt->tupdesc, 2, &isnull);
-
-		found = true;
-		if (!isnull)
-			*row_xmin = DatumGetTransactionId(d);
-		*seq = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 3, &isnull));
-		SPI_freetuptable(tt);
-		*label = entry_bucket_label(bucket);
-		if (*label == NULL && conf->bucket_column == NULL)
-			*label = pstrdup("");
-		return found;
-	}
-	SPI_freetuptable(SPI_tuptable);
-	return found;
-}
-
-bool
-kz_entry_tombstone_of(const KzTableConf *conf, const char *pk, Snapshot snap, char **label,
-					  TransactionId *xmin)
-{
-	Oid			types[2] = {INT4OID, BYTEAOID};
-	Datum		values[2];
-	bool		found = false;
-
-	values[0] = Int32GetDatum(conf->id);
-	values[1] = PointerGetDatum(kz_entry_key(conf, pk));
-	*label = NULL;
-	*xmin = InvalidTransactionId;
-	if (kz_spi_priv_snapshot("SELECT t.bucket, t.xmin FROM kizunasync.entries t"
-							 " WHERE t.tid OPERATOR(pg_catalog.=) $1 AND t.key OPERATOR(pg_catalog.=) $2"
-							 " AND t.kind OPERATOR(pg_catalog.=) 'd'"
-							 " AND NOT EXISTS (SELECT 1 FROM kizunasync.entries r"
-							 "   WHERE r.tid OPERATOR(pg_catalog.=) t.tid AND r.key OPERATOR(pg_catalog.=) t.key"
-							 "   AND r.kind OPERATOR(pg_catalog.=) 'r' AND r.seq OPERATOR(pg_catalog.>) t.seq)"
-							 " ORDER BY t.seq DESC LIMIT 1",
-							 2, types, values, NULL, snap, 1, SPI_OK_SELECT) > 0)
-	{
-		SPITupleTable *tt = SPI_tuptable;
-		bool		isnull;
-		int64		bucket = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
-
-		*xmin = DatumGetTransactionId(SPI_getbinval(tt->vals[0], tt->tupdesc, 2, &isnull));
-		found = true;
-		SPI_freetuptable(tt);
-		*label = entry_bucket_label(bucket);
-		if (*label == NULL)
-			*label = pstrdup("");
-		return found;
-	}
-	SPI_freetuptable(SPI_tuptable);
-	return found;
-}
-
-int
-kz_entry_rows_of_table(const KzTableConf *conf, const bytea *after, int limit, KzEntryRef **out)
-{
-	Oid			types[3] = {INT4OID, BYTEAOID, INT4OID};
-	Datum		values[3];
-	uint64		n;
-	uint64		i;
-	KzEntryRef *refs;
-	SPITupleTable *tt;
-
-	values[0] = Int32GetDatum(conf->id);
-	if (after == NULL)
-	{
-		bytea	   *empty = palloc(VARHDRSZ);
-
-		SET_VARSIZE(empty, VARHDRSZ);
-		after = empty;			/* keys are never empty */
-	}
-	values[1] = PointerGetDatum(after);
-	values[2] = Int32GetDatum(limit);
-	n = kz_spi_priv("SELECT e.key, b.label, e.ctid, e.bucket FROM kizunasync.entries e"
-					" LEFT JOIN kizunasync.buckets b ON b.id OPERATOR(pg_catalog.=) e.bucket"
-					" WHERE e.tid OPERATOR(pg_catalog.=) $1 AND e.key OPERATOR(pg_catalog.>) $2"
-					" AND e.kind OPERATOR(pg_catalog.=) 'r'"
-					" ORDER BY e.key LIMIT $3",
-					3, types, values, NULL, false, 0, SPI_OK_SELECT);
-	tt = SPI_tuptable;
-	refs = palloc(sizeof(KzEntryRef) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		bool		isnull;
-		Datum		d;
-
-		refs[i].key = DatumGetByteaPCopy(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
-		refs[i].pk = kz_entry_key_text(refs[i].key);
-		d = SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull);
-		refs[i].label = isnull ? NULL : TextDatumGetCString(d);
-		if (refs[i].label == NULL && conf->bucket_column == NULL)
-			refs[i].label = pstrdup("");
-		refs[i].tid = *(ItemPointer) DatumGetPointer(SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &isnull));
-	}
-	SPI_freetuptable(tt);
-	*out = refs;
-	return (int) n;
-}
-
-Oid
-kz_entry_relid(void)
-{
-	return kz_bk_relid(ENTRIES);
-}
-
-int
-kz_entry_bucket_rows(const KzTableConf *conf, int64 bucket, int64 after, int64 upto, int limit,
-					 bool lock, KzEntryBucketRow **out)
-{
-	Oid			types[5] = {INT8OID, INT4OID, INT8OID, INT8OID, INT4OID};
-	Datum		values[5];
-	uint64		n;
-	uint64		i;
-	KzEntryBucketRow *rows;
-	SPITupleTable *tt;
-
-	values[0] = Int64GetDatum(bucket);
-	values[1] = Int32GetDatum(conf->id);
-	values[2] = Int64GetDatum(after);
-	values[3] = Int64GetDatum(upto);
-	values[4] = Int32GetDatum(limit);
-	n = kz_spi_priv(lock
-					? "SELECT seq, key, row_xmin FROM kizunasync.entries"
-					" WHERE bucket OPERATOR(pg_catalog.=) $1 AND tid OPERATOR(pg_catalog.=) $2"
-					" AND kind OPERATOR(pg_catalog.=) 'r'"
-					" AND seq OPERATOR(pg_catalog.>) $3 AND seq OPERATOR(pg_catalog.<=) $4"
-					" ORDER BY seq LIMIT $5 FOR UPDATE"
-					: "SELECT seq, key, row_xmin FROM kizunasync.entries"
-					" WHERE bucket OPERATOR(pg_catalog.=) $1 AND tid OPERATOR(pg_catalog.=) $2"
-					" AND kind OPERATOR(pg_catalog.=) 'r'"
-					" AND seq OPERATOR(pg_catalog.>) $3 AND seq OPERATOR(pg_catalog.<=) $4"
-					" ORDER BY seq LIMIT $5",
-					5, types, values, NULL, false, 0, SPI_OK_SELECT);
-	tt = SPI_tuptable;
-	rows = palloc(sizeof(KzEntryBucketRow) * Max(n, 1));
-	for (i = 0; i < n; i++)
-	{
-		bool		isnull;
-		Datum		d;
-
-		rows[i].seq = DatumGetInt64(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
-		rows[i].pk = kz_entry_key_text(DatumGetByteaPP(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull)));
-		d = SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &isnull);
-		rows[i].have_xmin = !isnull;
-		rows[i].row_xmin = isnull ? InvalidTransactionId : DatumGetTransactionId(d);
-	}
-	SPI_freetuptable(tt);
-	*out = rows;
-	return (int) n;
-}
-
-bool
-kz_entry_row_seq_exists(int64 seq)
-{
-	Oid			types[1] = {INT8OID};
-	Datum		values[1];
-	bool		found;
-
-	values[0] = Int64GetDatum(seq);
-	found = kz_spi_priv("SELECT 1 FROM kizunasync.entries WHERE seq OPERATOR(pg_catalog.=) $1"
-						" AND kind OPERATOR(pg_catalog.=) 'r'",
-						1, types, values, NULL, true, 1, SPI_OK_SELECT) > 0;
-	SPI_freetuptable(SPI_tuptable);
-	return found;
-}
-
-int64
-kz_entry_bucket_max_seq(const KzTableConf *conf, int64 bucket)
-{
-	Oid			types[2] = {INT8OID, INT4OID};
-	Datum		values[2];
-	bool		isnull = true;
-	int64		top = 0;
-
-	values[0] = Int64GetDatum(bucket);
-	values[1] = Int32GetDatum(conf->id);
-	if (kz_spi_priv("SELECT pg_catalog.max(seq) FROM kizunasync.entries"
-					" WHERE bucket OPERATOR(pg_catalog.=) $1 AND tid OPERATOR(pg_catalog.=) $2"
-					" AND kind OPERATOR(pg_catalog.=) 'r'",
-					2, types, values, NULL, false, 1, SPI_OK_SELECT) > 0)
-	{
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-		if (!isnull)
-			top = DatumGetInt64(d);
-	}
-	SPI_freetuptable(SPI_tuptable);
-	return top;
-}
-
 void
 kz_entry_scan_unsettled(KzEntryNoteFn note, void *arg)
 {
 	Relation	rel = table_open(kz_bk_relid(ENTRIES), AccessShareLock);
 	TupleDesc	desc = RelationGetDescr(rel);
-	AttrNumber	seq_att = SPI_fnumber(desc, "seq");
-	AttrNumber	tid_att = SPI_fnumber(desc, "tid");
+	AttrNumber	seq_att = attnameAttNum(rel, "seq", false);
+	AttrNumber	tid_att = attnameAttNum(rel, "tid", false);
 	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
 	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 	Buffer		vmbuffer = InvalidBuffer;
@@ -1021,77 +743,3 @@ kz_entry_scan_unsettled(KzEntryNoteFn note, void *arg)
 	table_close(rel, AccessShareLock);
 }
 
-/* ----------------------------------------------------------- retention */
-
-int64
-kz_entry_reap(int32 max_rows, int32 default_ttl_days)
-{
-	Oid			types[2] = {INT4OID, INT4OID};
-	Datum		values[2];
-	uint64		n;
-	int64		top = 0;
-
-	values[0] = Int32GetDatum(max_rows);
-	values[1] = Int32GetDatum(default_ttl_days);
-	n = kz_spi_priv("WITH doomed AS ("
-					"  SELECT t.seq FROM kizunasync.entries t"
-					"    LEFT JOIN kizunasync.synced_tables c ON c.id OPERATOR(pg_catalog.=) t.tid"
-					"   WHERE t.kind OPERATOR(pg_catalog.=) 'd'"
-					"     AND t.deleted_at OPERATOR(pg_catalog.<) (pg_catalog.now()"
-					"         OPERATOR(pg_catalog.-) pg_catalog.make_interval("
-					"           days => COALESCE(c.tombstone_ttl_days, $2)))"
-					"   ORDER BY t.seq LIMIT $1 FOR UPDATE OF t SKIP LOCKED),"
-					" gone AS ("
-					"  DELETE FROM kizunasync.entries t USING doomed"
-					"   WHERE t.seq OPERATOR(pg_catalog.=) doomed.seq RETURNING t.seq)"
-					" SELECT pg_catalog.max(seq) FROM gone",
-					2, types, values, NULL, false, 0, SPI_OK_SELECT);
-	if (n > 0)
-	{
-		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-
-		if (!isnull)
-			top = DatumGetInt64(d);
-	}
-	SPI_freetuptable(SPI_tuptable);
-	return top;
-}
-
-uint64
-kz_entry_compact(int32 max_rows)
-{
-	Oid			types[1] = {INT4OID};
-	Datum		values[1];
-	uint64		n = 0;
-
-	values[0] = Int32GetDatum(max_rows);
-	n += kz_spi_priv("DELETE FROM kizunasync.entries l"
-					 " WHERE l.seq OPERATOR(pg_catalog.=) ANY (SELECT x.seq FROM kizunasync.entries x"
-					 "   WHERE NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables c"
-					 "                      WHERE c.id OPERATOR(pg_catalog.=) x.tid)"
-					 "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
-					 1, types, values, NULL, false, 0, SPI_OK_DELETE);
-	n += kz_spi_priv("DELETE FROM kizunasync.conflict_journal j"
-					 " WHERE j.id OPERATOR(pg_catalog.=) ANY (SELECT x.id FROM kizunasync.conflict_journal x"
-					 "   WHERE x.winner_seq IS NOT NULL"
-					 "     AND NOT EXISTS (SELECT 1 FROM kizunasync.entries l"
-					 "                      WHERE l.seq OPERATOR(pg_catalog.=) x.winner_seq"
-					 "                        AND l.kind OPERATOR(pg_catalog.=) 'r')"
-					 "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
-					 1, types, values, NULL, false, 0, SPI_OK_DELETE);
-	return n;
-}
-
-void
-kz_entry_forget_table(int32 tid)
-{
-	Oid			types[1] = {INT4OID};
-	Datum		values[1];
-
-	values[0] = Int32GetDatum(tid);
-	kz_spi_priv("DELETE FROM kizunasync.entries WHERE tid OPERATOR(pg_catalog.=) $1",
-				1, types, values, NULL, false, 0, SPI_OK_DELETE);
-	kz_spi_priv("DELETE FROM kizunasync.buckets WHERE tid OPERATOR(pg_catalog.=) $1",
-				1, types, values, NULL, false, 0, SPI_OK_DELETE);
-}

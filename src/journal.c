@@ -12,7 +12,7 @@
 #include "utils/builtins.h"
 #include "utils/uuid.h"
 
-#include "entry.h"
+#include "entry_read.h"
 #include "journal.h"
 #include "jsonbutil.h"
 #include "spi.h"

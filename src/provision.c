@@ -44,7 +44,7 @@
 #include "bookkeeping.h"
 #include "bucketlabel.h"
 #include "errors.h"
-#include "entry.h"
+#include "entry_read.h"
 #include "identity.h"
 #include "pgcompat.h"
 #include "reconcile.h"
@@ -374,9 +374,12 @@ provision_check_bucket_type(const SyncArgs *a, bool keeps_bucket)
 			 : errhint("Bucket by a column of another type, for example a text or numeric column generated from this one.")));
 }
 
-/* The bookkeeping rows of one table (wire name, synced_tables.id), all of them. */
+/*
+ * The bookkeeping rows of one table, all of them; before its synced_tables
+ * row goes (the entries are found by the id that row gives the table).
+ */
 static void
-provision_forget(const char *table_name, int32 tid)
+provision_forget(const char *table_name)
 {
 	static const char *const tables[] = {
 		"bucket_grants", "row_hlc", "conflict_journal"
@@ -390,24 +393,7 @@ provision_forget(const char *table_name, int32 tid)
 		kz_spi_priv(psprintf("DELETE FROM kizunasync.%s WHERE table_name OPERATOR(pg_catalog.=) $1",
 							 tables[i]),
 					1, types, values, NULL, false, 0, SPI_OK_DELETE);
-	kz_entry_forget_table(tid);
-}
-
-/* The synced_tables.id of a synced table, by wire name (inside SPI). */
-static int32
-provision_table_id(const char *table_name)
-{
-	Oid			types[1] = {TEXTOID};
-	Datum		values[1];
-	int32		tid = 0;
-	bool		isnull;
-
-	values[0] = CStringGetTextDatum(table_name);
-	if (kz_spi_priv("SELECT id FROM kizunasync.synced_tables WHERE table_name OPERATOR(pg_catalog.=) $1",
-					1, types, values, NULL, false, 1, SPI_OK_SELECT) > 0)
-		tid = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_freetuptable(SPI_tuptable);
-	return tid;
+	kz_entry_forget_table(table_name);
 }
 
 /*
@@ -648,7 +634,7 @@ provision_sync_table_body(FunctionCallInfo fcinfo)
 	provision_triggers(a.relid, true);
 	if (reseed)
 	{
-		provision_forget(a.table_name, provision_table_id(a.table_name));
+		provision_forget(a.table_name);
 		seeded = kz_reconcile_seed(kz_tableconf_by_relid(a.relid, false));
 	}
 	kz_spi_finish();
@@ -671,7 +657,6 @@ provision_unsync_table_body(FunctionCallInfo fcinfo)
 	Oid			relid;
 	char	   *name;
 	bool		rekey;
-	int32		tid;
 	Oid			types[1] = {REGCLASSOID};
 	Datum		values[1];
 
@@ -684,11 +669,10 @@ provision_unsync_table_body(FunctionCallInfo fcinfo)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is not synced", get_rel_name(relid))));
 	provision_triggers(relid, false);
-	tid = provision_table_id(name);
+	provision_forget(name);
 	values[0] = ObjectIdGetDatum(relid);
 	kz_spi_priv("DELETE FROM kizunasync.synced_tables WHERE relid OPERATOR(pg_catalog.=) $1",
 				1, types, values, NULL, false, 0, SPI_OK_DELETE);
-	provision_forget(name, tid);
 	kz_spi_finish();
 	PG_RETURN_VOID();
 }
@@ -787,7 +771,7 @@ kz_on_sql_drop(PG_FUNCTION_ARGS)
 		PG_RETURN_NULL();		/* the extension itself is being dropped */
 
 	kz_spi_connect();
-	n = kz_spi_priv("SELECT s.table_name, s.id FROM kizunasync.synced_tables s"
+	n = kz_spi_priv("SELECT s.table_name FROM kizunasync.synced_tables s"
 					" JOIN pg_catalog.pg_event_trigger_dropped_objects() d"
 					"   ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_class'::pg_catalog.regclass"
 					"  AND d.objid OPERATOR(pg_catalog.=) s.relid::pg_catalog.oid"
@@ -797,15 +781,13 @@ kz_on_sql_drop(PG_FUNCTION_ARGS)
 	for (i = 0; i < n; i++)
 	{
 		char	   *name = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
-		bool		isnull;
-		int32		tid = DatumGetInt32(SPI_getbinval(tt->vals[i], tt->tupdesc, 2, &isnull));
 		Oid			types[1] = {TEXTOID};
 		Datum		values[1];
 
+		provision_forget(name);
 		values[0] = CStringGetTextDatum(name);
 		kz_spi_priv("DELETE FROM kizunasync.synced_tables WHERE table_name OPERATOR(pg_catalog.=) $1",
 					1, types, values, NULL, false, 0, SPI_OK_DELETE);
-		provision_forget(name, tid);
 	}
 	kz_spi_finish();
 	PG_RETURN_NULL();

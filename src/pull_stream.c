@@ -17,7 +17,7 @@
 #include "utils/builtins.h"
 
 #include "bucketlabel.h"
-#include "entry.h"
+#include "entry_read.h"
 #include "grants.h"
 #include "pull_stream.h"
 #include "render.h"
@@ -47,7 +47,7 @@ stream_add_source(KzPullStream *s, KzTableDesc *t, char *label, Jsonb *bj, bool 
 	src->granted = granted;
 	src->table = t;
 	src->label = label;
-	src->bucket = kz_entry_bucket(t->conf, label, false);
+	src->bucket = kz_entry_bucket(t->conf->id, label, false);
 	src->bucket_json = bj;
 	src->exhausted = false;
 }

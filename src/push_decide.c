@@ -20,7 +20,7 @@
 #include "utils/snapmgr.h"
 
 #include "capture_queue.h"
-#include "entry.h"
+#include "entry_read.h"
 #include "errors.h"
 #include "grants.h"
 #include "journal.h"

@@ -44,7 +44,7 @@
 #include "bookkeeping.h"
 #include "bucketlabel.h"
 #include "capture.h"
-#include "entry.h"
+#include "entry_read.h"
 #include "identity.h"
 #include "reconcile.h"
 #include "rowkey.h"

@@ -53,7 +53,7 @@
 
 #include "capture.h"
 #include "capture_batch.h"
-#include "entry.h"
+#include "entry_read.h"
 #include "identity.h"
 #include "pgcompat.h"
 #include "pull_gates.h"
@@ -166,7 +166,7 @@ resync_entries(const KzTableConf *conf, const char *label)
 	KzChange   *changes = palloc(sizeof(KzChange) * RESYNC_CHUNK);
 	MemoryContext chunk_cxt = AllocSetContextCreate(CurrentMemoryContext, "kizunasync resync",
 													ALLOCSET_DEFAULT_SIZES);
-	int64		bucket = kz_entry_bucket(conf, label, false);
+	int64		bucket = kz_entry_bucket(conf->id, label, false);
 	int64		top;
 	int64		after = 0;
 	int64		total = 0;
@@ -189,6 +189,8 @@ resync_entries(const KzTableConf *conf, const char *label)
 			KzChange   *ch = &changes[i];
 
 			ch->op = 'u';
+			ch->tid = conf->id;
+			ch->key_type = conf->nkeys == 1 ? conf->key_types[0] : InvalidOid;
 			ch->table_name = conf->table_name;
 			ch->pk = rows[i].pk;
 			ch->bucket_value = (char *) label;

@@ -37,7 +37,7 @@
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 
-#include "entry.h"
+#include "entry_read.h"
 #include "identity.h"
 #include "jsonbutil.h"
 #include "retention.h"
