@@ -73,13 +73,15 @@ kz_bk_open(KzBkTable *t, const char *name)
 	t->nindexes = list_length(ids);
 	t->indexes = palloc(sizeof(Relation) * Max(t->nindexes, 1));
 	t->infos = palloc(sizeof(IndexInfo *) * Max(t->nindexes, 1));
+	t->partial = palloc(sizeof(bool) * Max(t->nindexes, 1));
 	foreach(lc, ids)
 	{
 		t->indexes[i] = index_open(lfirst_oid(lc), RowExclusiveLock);
 		t->infos[i] = BuildIndexInfo(t->indexes[i]);
-		if (t->infos[i]->ii_Expressions != NIL || t->infos[i]->ii_Predicate != NIL)
+		if (t->infos[i]->ii_Expressions != NIL)
 			elog(ERROR, "bookkeeping index \"%s\" has expressions",
 				 RelationGetRelationName(t->indexes[i]));
+		t->partial[i] = t->infos[i]->ii_Predicate != NIL;
 		i++;
 	}
 	list_free(ids);
@@ -209,6 +211,58 @@ kz_bk_delete_unique(KzBkTable *t, Relation index, int nkeys, const char *const *
 	}
 }
 
+int
+kz_bk_delete_all_nowait(KzBkTable *t, Relation index, int nkeys, const char *const *keys)
+{
+	ScanKeyData skey[INDEX_MAX_KEYS];
+	TupleTableSlot *slot = table_slot_create(t->heap, NULL);
+	IndexScanDesc scan;
+	ItemPointerData tids[KZ_BK_MAX_DUPLICATES];
+	int			ntids = 0;
+	int			deleted = 0;
+	int			i;
+
+	for (i = 0; i < nkeys; i++)
+		ScanKeyEntryInitialize(&skey[i], 0, i + 1, BTEqualStrategyNumber, InvalidOid,
+							   index->rd_indcollation[i], F_TEXTEQ,
+							   CStringGetTextDatum(keys[i]));
+
+	/*
+	 * The matches first, then the deletes, so that no heap buffer of the
+	 * scan is pinned while a tuple is deleted.  More than a few matches are
+	 * left to a later writer of the key (or the reap).
+	 */
+	scan = index_beginscan(t->heap, index, SnapshotSelf, nkeys, 0);
+	index_rescan(scan, skey, nkeys, NULL, 0);
+	while (ntids < KZ_BK_MAX_DUPLICATES && index_getnext_slot(scan, ForwardScanDirection, slot))
+		tids[ntids++] = slot->tts_tid;
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+
+	for (i = 0; i < ntids; i++)
+	{
+		TM_FailureData tmfd;
+		TM_Result	result = heap_delete(t->heap, &tids[i], GetCurrentCommandId(true),
+										 InvalidSnapshot, false, &tmfd, false);
+
+		switch (result)
+		{
+			case TM_Ok:
+				deleted++;
+				break;
+			case TM_SelfModified:	/* deleted by this command already */
+			case TM_BeingModified:	/* another transaction deletes or locks it */
+			case TM_Updated:
+			case TM_Deleted:	/* a concurrent transaction removed it and committed */
+				break;
+			default:
+				elog(ERROR, "unexpected heap_delete status %u on \"%s\"",
+					 result, RelationGetRelationName(t->heap));
+		}
+	}
+	return deleted;
+}
+
 HeapTuple
 kz_bk_insert_first(KzBkTable *t, Datum *values, bool *nulls, const bool *first, bool *deferred)
 {
@@ -226,6 +280,9 @@ kz_bk_insert_first(KzBkTable *t, Datum *values, bool *nulls, const bool *first, 
 
 		if (!first[i])
 			continue;
+		if (t->partial[i])
+			elog(ERROR, "bookkeeping index \"%s\" is partial: not inserted first",
+				 RelationGetRelationName(t->indexes[i]));
 
 		/*
 		 * UNIQUE_CHECK_PARTIAL never waits and never fails: a key some
@@ -245,7 +302,8 @@ kz_bk_insert_first(KzBkTable *t, Datum *values, bool *nulls, const bool *first, 
 }
 
 void
-kz_bk_insert_rest(KzBkTable *t, HeapTuple tup, const bool *first, bool deferred)
+kz_bk_insert_rest(KzBkTable *t, HeapTuple tup, const bool *first, const bool *skip,
+				  bool deferred)
 {
 	int			i;
 
@@ -257,6 +315,11 @@ kz_bk_insert_rest(KzBkTable *t, HeapTuple tup, const bool *first, bool deferred)
 		IndexInfo  *info = t->infos[i];
 		IndexUniqueCheck check;
 
+		if (t->partial[i] && skip == NULL)
+			elog(ERROR, "bookkeeping index \"%s\" is partial: its predicate is the caller's",
+				 RelationGetRelationName(t->indexes[i]));
+		if (skip != NULL && skip[i])
+			continue;
 		if (!first[i])
 			check = info->ii_Unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO;
 		else if (deferred && info->ii_Unique)

@@ -28,6 +28,7 @@ typedef struct KzBkTable
 	int			nindexes;
 	Relation   *indexes;
 	IndexInfo **infos;
+	bool	   *partial;		/* a partial index: its predicate is the caller's to apply */
 	TupleTableSlot *slot;
 } KzBkTable;
 
@@ -57,6 +58,19 @@ extern HeapTuple kz_bk_fetch(KzBkTable *t, Relation index, int nkeys, ScanKey ke
 extern bool kz_bk_delete_unique(KzBkTable *t, Relation index, int nkeys,
 								const char *const *keys);
 
+/* At most this many tuples of one key are deleted by kz_bk_delete_all_nowait(). */
+#define KZ_BK_MAX_DUPLICATES	8
+
+/*
+ * Delete every live tuple of t whose key in index (a btree on text columns,
+ * not necessarily unique) equals keys[0..nkeys-1], looking with SnapshotSelf
+ * as kz_bk_delete_unique() does, but never waiting: a tuple that another
+ * running transaction deletes or has locked is left to it (if that
+ * transaction rolls back, the tuple stays).  Returns how many were deleted.
+ */
+extern int	kz_bk_delete_all_nowait(KzBkTable *t, Relation index, int nkeys,
+									const char *const *keys);
+
 /*
  * Insert a tuple into t and into the indexes i with first[i] (positions in
  * t->indexes), without ever waiting for another transaction: a unique key
@@ -68,9 +82,12 @@ extern HeapTuple kz_bk_insert_first(KzBkTable *t, Datum *values, bool *nulls,
 
 /*
  * The rest of the insert of tup: the indexes not in first (unique checks
- * may wait for another transaction and fail with 23505), and, when
- * deferred, the unique checks of those in first.  Frees tup.
+ * may wait for another transaction and fail with 23505), but those in skip
+ * (a partial index whose predicate tup fails: the caller applies it; NULL
+ * when t has none), and, when deferred, the unique checks of those in
+ * first.  Frees tup.
  */
-extern void kz_bk_insert_rest(KzBkTable *t, HeapTuple tup, const bool *first, bool deferred);
+extern void kz_bk_insert_rest(KzBkTable *t, HeapTuple tup, const bool *first, const bool *skip,
+							  bool deferred);
 
 #endif							/* KZ_BOOKKEEPING_H */

@@ -54,8 +54,6 @@
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "parser/parse_relation.h"
-#include "storage/lmgr.h"
-#include "storage/lock.h"
 #include "storage/bufmgr.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -74,6 +72,7 @@
 #define ENTRIES_SEQ_IDX		"entries_pkey"
 #define ENTRIES_PAIR_IDX	"entries_pair_idx"
 #define ENTRIES_KEY_IDX		"entries_key_idx"
+#define ENTRIES_TOMB_IDX	"entries_tomb_idx"
 
 #define KEY_INT		'i'
 #define KEY_UUID	'u'
@@ -364,19 +363,15 @@ bucket_cache_init(void)
 
 /*
  * Make sure kizunasync.buckets holds (number, tid, label) once this
- * transaction commits; true when this call added the row.  Writers of one
- * new number wait for each other on a lock of their own keyspace (an
- * advisory lock tag that no SQL function can name), held to the end of the
- * transaction: the first one's row is then committed or gone when the
- * next one looks.  Taken outside the writers' section (kz_entry_prepare),
- * so a wait here is an ordinary lock wait, seen by the deadlock detector.
+ * transaction commits; true when this call added a row.  A row committed
+ * (or added by this transaction) is looked for with SnapshotSelf; another
+ * transaction's uncommitted row does not count, since it may roll back:
+ * then this one adds its own (the id is not unique), so no writer ever
+ * waits here.
  */
-#define KZ_BUCKET_LOCK_SPACE	0x4b5a
-
 static bool
 bucket_record(int32 tid, int64 number, const char *label)
 {
-	LOCKTAG		tag;
 	KzBkTable	t;
 	ScanKeyData skey[1];
 	HeapTuple	found;
@@ -387,13 +382,9 @@ bucket_record(int32 tid, int64 number, const char *label)
 	HeapTuple	tup;
 	int			i;
 
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) ((uint64) number >> 32),
-						 (uint32) number, KZ_BUCKET_LOCK_SPACE);
-	(void) LockAcquire(&tag, ExclusiveLock, false, false);
-
 	kz_bk_open(&t, "buckets");
 	ScanKeyInit(&skey[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(number));
-	found = kz_bk_fetch(&t, kz_bk_index(&t, "buckets_pkey"), 1, skey);
+	found = kz_bk_fetch(&t, kz_bk_index(&t, "buckets_id_idx"), 1, skey);
 	if (found != NULL)
 	{
 		heap_freetuple(found);
@@ -403,11 +394,11 @@ bucket_record(int32 tid, int64 number, const char *label)
 	values[kz_bk_column(&t, "id")] = Int64GetDatum(number);
 	values[kz_bk_column(&t, "tid")] = Int32GetDatum(tid);
 	values[kz_bk_column(&t, "label")] = CStringGetTextDatum(label);
-	first = palloc0(sizeof(bool) * Max(t.nindexes, 1));
+	first = palloc(sizeof(bool) * Max(t.nindexes, 1));
 	for (i = 0; i < t.nindexes; i++)
 		first[i] = true;
 	tup = kz_bk_insert_first(&t, values, nulls, first, &deferred);
-	kz_bk_insert_rest(&t, tup, first, deferred);
+	kz_bk_insert_rest(&t, tup, first, NULL, deferred);
 	pfree(first);
 	kz_bk_close(&t);
 	CommandCounterIncrement();
@@ -454,11 +445,17 @@ kz_entry_writer_open(KzEntryWriter *w)
 	kz_bk_open(&w->t, ENTRIES);
 	w->key_index = kz_bk_index(&w->t, ENTRIES_KEY_IDX);
 	w->first = palloc0(sizeof(bool) * Max(w->t.nindexes, 1));
+	w->skip_row = palloc0(sizeof(bool) * Max(w->t.nindexes, 1));
+	w->skip_tomb = palloc0(sizeof(bool) * Max(w->t.nindexes, 1));
 	for (i = 0; i < w->t.nindexes; i++)
 	{
 		const char *name = RelationGetRelationName(w->t.indexes[i]);
 
 		w->first[i] = strcmp(name, ENTRIES_SEQ_IDX) == 0 || strcmp(name, ENTRIES_PAIR_IDX) == 0;
+		/* the tombstones' index: WHERE kind = 'd' */
+		w->skip_row[i] = strcmp(name, ENTRIES_TOMB_IDX) == 0;
+		if (w->t.partial[i] && !w->skip_row[i])
+			elog(ERROR, "unexpected partial index \"%s\" on kizunasync.entries", name);
 	}
 	w->c_seq = kz_bk_column(&w->t, "seq");
 	w->c_bucket = kz_bk_column(&w->t, "bucket");
@@ -474,14 +471,24 @@ void
 kz_entry_writer_close(KzEntryWriter *w)
 {
 	pfree(w->first);
+	pfree(w->skip_row);
+	pfree(w->skip_tomb);
 	kz_bk_close(&w->t);
 }
 
+/* At most this many entries of one (key, bucket) are looked at by a change. */
+#define KZ_ENTRY_MAX_MATCHES	8
+
 /*
  * Delete the key's entries that ch supersedes: its row entry in any bucket
- * and whatever it has in ch's bucket.  Found through the key index with
- * SnapshotSelf, as bookkeeping.c reads (a concurrent deleter is waited
- * for, then the lookup is repeated).
+ * and whatever it has in ch's bucket, found through the key index with
+ * SnapshotSelf, as bookkeeping.c reads.  A row entry is waited for when
+ * another transaction deletes it (only a writer of the key or repair does,
+ * and they hold or wait for the row's lock anyway), then looked for again.
+ * A tombstone is not: only a reap deletes one without the row's lock, and
+ * one it holds is left to it (decisions/0003, "No writer waits for
+ * retention"; the key index is not unique, so the new entry never waits
+ * for it either).
  */
 static void
 entry_supersede(KzEntryWriter *w, int32 tid, bytea *key, int64 bucket)
@@ -491,7 +498,8 @@ entry_supersede(KzEntryWriter *w, int32 tid, bytea *key, int64 bucket)
 		ScanKeyData skey[2];
 		IndexScanDesc scan;
 		TupleTableSlot *slot = table_slot_create(w->t.heap, NULL);
-		ItemPointerData victims[8];
+		ItemPointerData victims[KZ_ENTRY_MAX_MATCHES];
+		bool		rows[KZ_ENTRY_MAX_MATCHES];
 		int			nvictims = 0;
 		bool		again = false;
 		int			i;
@@ -500,18 +508,16 @@ entry_supersede(KzEntryWriter *w, int32 tid, bytea *key, int64 bucket)
 		ScanKeyInit(&skey[1], 2, BTEqualStrategyNumber, F_BYTEAEQ, PointerGetDatum(key));
 		scan = index_beginscan(w->t.heap, w->key_index, SnapshotSelf, 2, 0);
 		index_rescan(scan, skey, 2, NULL, 0);
-		while (index_getnext_slot(scan, ForwardScanDirection, slot))
+		while (nvictims < KZ_ENTRY_MAX_MATCHES &&
+			   index_getnext_slot(scan, ForwardScanDirection, slot))
 		{
 			bool		isnull;
 			char		kind = DatumGetChar(slot_getattr(slot, w->c_kind + 1, &isnull));
 			int64		b = DatumGetInt64(slot_getattr(slot, w->c_bucket + 1, &isnull));
 
 			if (kind != 'r' && b != bucket)
-				continue;
-			/* a key has one row entry and one entry per bucket */
-			if (nvictims == lengthof(victims))
-				elog(ERROR, "more than %d kizunasync entries supersede one change",
-					 (int) lengthof(victims));
+				continue;		/* a tombstone of another bucket stays */
+			rows[nvictims] = (kind == 'r');
 			victims[nvictims++] = slot->tts_tid;
 		}
 		index_endscan(scan);
@@ -523,17 +529,21 @@ entry_supersede(KzEntryWriter *w, int32 tid, bytea *key, int64 bucket)
 			TM_Result	result;
 
 			result = heap_delete(w->t.heap, &victims[i], GetCurrentCommandId(true),
-								 InvalidSnapshot, true, &tmfd, false);
+								 InvalidSnapshot, rows[i], &tmfd, false);
 			switch (result)
 			{
 				case TM_Ok:
 				case TM_SelfModified:	/* deleted by this command already */
+				case TM_BeingModified:	/* a tombstone a reap holds: left to it */
 					break;
 				case TM_Updated:
 				case TM_Deleted:
-					/* a concurrent transaction removed it and committed: look again */
-					CHECK_FOR_INTERRUPTS();
-					again = true;
+					/* a concurrent transaction removed it and committed */
+					if (rows[i])
+					{
+						CHECK_FOR_INTERRUPTS();
+						again = true;	/* look again */
+					}
 					break;
 				default:
 					elog(ERROR, "unexpected heap_delete status %u on \"%s\"",
@@ -558,6 +568,7 @@ kz_entry_prepare(KzEntryWriter *w, const KzChange *ch, KzEntryNew *e)
 	entry_supersede(w, ch->tid, key, bucket);
 
 	e->tup = NULL;
+	e->tomb = (ch->op == 'd');
 	e->deferred = false;
 	e->values = palloc0(sizeof(Datum) * natts);
 	e->nulls = palloc(sizeof(bool) * natts);
@@ -595,9 +606,60 @@ kz_entry_insert_first(KzEntryWriter *w, KzEntryNew *e, int64 seq)
 void
 kz_entry_insert_rest(KzEntryWriter *w, KzEntryNew *e)
 {
-	kz_bk_insert_rest(&w->t, e->tup, w->first, e->deferred);
+	kz_bk_insert_rest(&w->t, e->tup, w->first, e->tomb ? w->skip_tomb : w->skip_row,
+					  e->deferred);
 	pfree(e->values);
 	pfree(e->nulls);
+}
+
+/* ------------------------------------------------------ key lookups */
+
+bool
+kz_entry_key_tombstone(int32 tid, const bytea *key, Snapshot snap, int64 *bucket,
+					   TransactionId *xmin)
+{
+	Relation	heap = table_open(kz_bk_relid(ENTRIES), AccessShareLock);
+	Relation	index = index_open(kz_bk_relid(ENTRIES_KEY_IDX), AccessShareLock);
+	TupleTableSlot *slot = table_slot_create(heap, NULL);
+	ScanKeyData skey[2];
+	IndexScanDesc scan;
+	AttrNumber	a_seq = attnameAttNum(heap, "seq", false);
+	AttrNumber	a_kind = attnameAttNum(heap, "kind", false);
+	AttrNumber	a_bucket = attnameAttNum(heap, "bucket", false);
+	int64		tomb_seq = -1;
+	int64		row_seq = -1;
+
+	ScanKeyInit(&skey[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(tid));
+	ScanKeyInit(&skey[1], 2, BTEqualStrategyNumber, F_BYTEAEQ, PointerGetDatum(key));
+	scan = index_beginscan(heap, index, SnapshotAny, 2, 0);
+	index_rescan(scan, skey, 2, NULL, 0);
+	while (index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		BufferHeapTupleTableSlot *bslot = (BufferHeapTupleTableSlot *) slot;
+		bool		visible;
+		bool		isnull;
+		int64		seq;
+
+		LockBuffer(bslot->buffer, BUFFER_LOCK_SHARE);
+		visible = HeapTupleSatisfiesVisibility(bslot->base.tuple, snap, bslot->buffer);
+		LockBuffer(bslot->buffer, BUFFER_LOCK_UNLOCK);
+		if (!visible)
+			continue;
+		seq = DatumGetInt64(slot_getattr(slot, a_seq, &isnull));
+		if (DatumGetChar(slot_getattr(slot, a_kind, &isnull)) == 'r')
+			row_seq = Max(row_seq, seq);
+		else if (seq > tomb_seq)
+		{
+			tomb_seq = seq;
+			*bucket = DatumGetInt64(slot_getattr(slot, a_bucket, &isnull));
+			*xmin = HeapTupleHeaderGetXmin(bslot->base.tuple->t_data);
+		}
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	index_close(index, AccessShareLock);
+	table_close(heap, AccessShareLock);
+	return tomb_seq >= 0 && row_seq < tomb_seq;
 }
 
 /* ------------------------------------------------ scans for the horizon */

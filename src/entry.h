@@ -19,6 +19,7 @@
 #include "access/sdir.h"
 #include "utils/jsonb.h"
 #include "utils/relcache.h"
+#include "utils/snapshot.h"
 #include "utils/timestamp.h"
 
 #include "bookkeeping.h"
@@ -42,7 +43,7 @@ typedef struct KzChange
  * The binary key of a row key text (the wire's "pk") of a table whose one
  * key column has type key_type (InvalidOid: several key columns).
  */
-extern bytea *kz_entry_key(Oid key_type, const char *pk);
+extern PGDLLEXPORT bytea *kz_entry_key(Oid key_type, const char *pk);
 
 /* The row key text of a binary key. */
 extern char *kz_entry_key_text(const bytea *key);
@@ -53,7 +54,7 @@ extern char *kz_entry_key_text(const bytea *key);
 #define KZ_ENTRY_NULL_BUCKET	INT64CONST(0)
 
 /* The number of a label of table tid (a hash; KZ_ENTRY_NULL_BUCKET for NULL). */
-extern int64 kz_entry_bucket_number(int32 tid, const char *label);
+extern PGDLLEXPORT int64 kz_entry_bucket_number(int32 tid, const char *label);
 
 /*
  * The number of bucket value label of table tid; with create (the write
@@ -73,6 +74,8 @@ typedef struct KzEntryWriter
 	KzBkTable	t;
 	Relation	key_index;
 	bool	   *first;			/* indexes a pull reads: written inside the section */
+	bool	   *skip_row;		/* indexes a row entry has no entry in (the tombstones') */
+	bool	   *skip_tomb;		/* ... and a tombstone (none) */
 	int			c_seq,
 				c_bucket,
 				c_tid,
@@ -89,6 +92,7 @@ typedef struct KzEntryNew
 	Datum	   *values;
 	bool	   *nulls;
 	HeapTuple	tup;
+	bool		tomb;			/* a tombstone, else a row entry */
 	bool		deferred;		/* a unique check was deferred */
 } KzEntryNew;
 
@@ -107,6 +111,20 @@ extern void kz_entry_insert_first(KzEntryWriter *w, KzEntryNew *e, int64 seq);
 
 /* After it: the key index entry, with its unique check. */
 extern void kz_entry_insert_rest(KzEntryWriter *w, KzEntryNew *e);
+
+/* ------------------------------------------------------ key lookups */
+
+/*
+ * The newest tombstone of key (of table tid) that snap sees and after which
+ * snap sees no row entry of the key: its bucket number and the xmin of its
+ * tuple; false when there is none.  Read through the key index with
+ * SnapshotAny and snap's visibility rules applied here, so that no
+ * predicate lock is taken (decisions/0086): the entries are the
+ * extension's, written by every synced write, and a SERIALIZABLE push that
+ * read them would conflict with every other one.
+ */
+extern bool kz_entry_key_tombstone(int32 tid, const bytea *key, Snapshot snap,
+								   int64 *bucket, TransactionId *xmin);
 
 /* ------------------------------------------------ scans for the horizon */
 

@@ -38,7 +38,7 @@ entry_bucket_label(int64 bucket)
 	if (bucket == KZ_ENTRY_NULL_BUCKET)
 		return NULL;
 	values[0] = Int64GetDatum(bucket);
-	if (kz_spi_priv("SELECT label FROM kizunasync.buckets WHERE id OPERATOR(pg_catalog.=) $1",
+	if (kz_spi_priv("SELECT label FROM kizunasync.buckets WHERE id OPERATOR(pg_catalog.=) $1 LIMIT 1",
 					1, types, values, NULL, false, 1, SPI_OK_SELECT) > 0)
 		label = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	SPI_freetuptable(SPI_tuptable);
@@ -178,37 +178,16 @@ bool
 kz_entry_tombstone_of(const KzTableConf *conf, const char *pk, Snapshot snap, char **label,
 					  TransactionId *xmin)
 {
-	Oid			types[2] = {INT4OID, BYTEAOID};
-	Datum		values[2];
-	bool		found = false;
+	int64		bucket = KZ_ENTRY_NULL_BUCKET;
 
-	values[0] = Int32GetDatum(conf->id);
-	values[1] = PointerGetDatum(kz_entry_conf_key(conf, pk));
 	*label = NULL;
 	*xmin = InvalidTransactionId;
-	if (kz_spi_priv_snapshot("SELECT t.bucket, t.xmin FROM kizunasync.entries t"
-							 " WHERE t.tid OPERATOR(pg_catalog.=) $1 AND t.key OPERATOR(pg_catalog.=) $2"
-							 " AND t.kind OPERATOR(pg_catalog.=) 'd'"
-							 " AND NOT EXISTS (SELECT 1 FROM kizunasync.entries r"
-							 "   WHERE r.tid OPERATOR(pg_catalog.=) t.tid AND r.key OPERATOR(pg_catalog.=) t.key"
-							 "   AND r.kind OPERATOR(pg_catalog.=) 'r' AND r.seq OPERATOR(pg_catalog.>) t.seq)"
-							 " ORDER BY t.seq DESC LIMIT 1",
-							 2, types, values, NULL, snap, 1, SPI_OK_SELECT) > 0)
-	{
-		SPITupleTable *tt = SPI_tuptable;
-		bool		isnull;
-		int64		bucket = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 1, &isnull));
-
-		*xmin = DatumGetTransactionId(SPI_getbinval(tt->vals[0], tt->tupdesc, 2, &isnull));
-		found = true;
-		SPI_freetuptable(tt);
-		*label = entry_bucket_label(bucket);
-		if (*label == NULL)
-			*label = pstrdup("");
-		return found;
-	}
-	SPI_freetuptable(SPI_tuptable);
-	return found;
+	if (!kz_entry_key_tombstone(conf->id, kz_entry_conf_key(conf, pk), snap, &bucket, xmin))
+		return false;
+	*label = entry_bucket_label(bucket);
+	if (*label == NULL)
+		*label = pstrdup("");
+	return true;
 }
 
 int
@@ -231,8 +210,9 @@ kz_entry_rows_of_table(const KzTableConf *conf, const bytea *after, int limit, K
 	}
 	values[1] = PointerGetDatum(after);
 	values[2] = Int32GetDatum(limit);
-	n = kz_spi_priv("SELECT e.key, b.label, e.ctid, e.bucket FROM kizunasync.entries e"
-					" LEFT JOIN kizunasync.buckets b ON b.id OPERATOR(pg_catalog.=) e.bucket"
+	n = kz_spi_priv("SELECT e.key, (SELECT b.label FROM kizunasync.buckets b"
+					"          WHERE b.id OPERATOR(pg_catalog.=) e.bucket LIMIT 1), e.ctid, e.bucket"
+					" FROM kizunasync.entries e"
 					" WHERE e.tid OPERATOR(pg_catalog.=) $1 AND e.key OPERATOR(pg_catalog.>) $2"
 					" AND e.kind OPERATOR(pg_catalog.=) 'r'"
 					" ORDER BY e.key LIMIT $3",
@@ -345,64 +325,65 @@ kz_entry_bucket_max_seq(const KzTableConf *conf, int64 bucket)
 
 /* ----------------------------------------------------------- retention */
 
-int64
-kz_entry_reap(int32 max_rows, int32 default_ttl_days)
+List *
+kz_entry_orphan_tables(void)
 {
-	Oid			types[2] = {INT4OID, INT4OID};
-	Datum		values[2];
+	List	   *tids = NIL;
 	uint64		n;
-	int64		top = 0;
+	uint64		i;
 
-	values[0] = Int32GetDatum(max_rows);
-	values[1] = Int32GetDatum(default_ttl_days);
-	n = kz_spi_priv("WITH doomed AS ("
-					"  SELECT t.seq FROM kizunasync.entries t"
-					"    LEFT JOIN kizunasync.synced_tables c ON c.id OPERATOR(pg_catalog.=) t.tid"
-					"   WHERE t.kind OPERATOR(pg_catalog.=) 'd'"
-					"     AND t.deleted_at OPERATOR(pg_catalog.<) (pg_catalog.now()"
-					"         OPERATOR(pg_catalog.-) pg_catalog.make_interval("
-					"           days => COALESCE(c.tombstone_ttl_days, $2)))"
-					"   ORDER BY t.seq LIMIT $1 FOR UPDATE OF t SKIP LOCKED),"
-					" gone AS ("
-					"  DELETE FROM kizunasync.entries t USING doomed"
-					"   WHERE t.seq OPERATOR(pg_catalog.=) doomed.seq RETURNING t.seq)"
-					" SELECT pg_catalog.max(seq) FROM gone",
-					2, types, values, NULL, false, 0, SPI_OK_SELECT);
-	if (n > 0)
+	n = kz_spi_priv("WITH RECURSIVE t(id) AS ("
+					"  (SELECT x.tid FROM kizunasync.entries x ORDER BY x.tid LIMIT 1)"
+					"  UNION ALL"
+					"  SELECT (SELECT x.tid FROM kizunasync.entries x"
+					"           WHERE x.tid OPERATOR(pg_catalog.>) t.id ORDER BY x.tid LIMIT 1)"
+					"    FROM t WHERE t.id IS NOT NULL)"
+					" SELECT t.id FROM t WHERE t.id IS NOT NULL"
+					"   AND NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables c"
+					"                    WHERE c.id OPERATOR(pg_catalog.=) t.id)"
+					" ORDER BY t.id",
+					0, NULL, NULL, NULL, true, 0, SPI_OK_SELECT);
+	for (i = 0; i < n; i++)
 	{
 		bool		isnull;
-		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 
-		if (!isnull)
-			top = DatumGetInt64(d);
+		tids = lappend_int(tids, DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i],
+															 SPI_tuptable->tupdesc, 1, &isnull)));
 	}
 	SPI_freetuptable(SPI_tuptable);
-	return top;
+	return tids;
 }
 
 uint64
-kz_entry_compact(int32 max_rows)
+kz_entry_remove_table(int32 tid, int64 max_rows)
+{
+	Oid			types[2] = {INT4OID, INT8OID};
+	Datum		values[2];
+
+	values[0] = Int32GetDatum(tid);
+	values[1] = Int64GetDatum(max_rows);
+	return kz_spi_priv("DELETE FROM kizunasync.entries l"
+					   " WHERE l.seq OPERATOR(pg_catalog.=) ANY (SELECT x.seq FROM kizunasync.entries x"
+					   "   WHERE x.tid OPERATOR(pg_catalog.=) $1 AND x.kind OPERATOR(pg_catalog.=) 'r'"
+					   "   LIMIT $2 FOR UPDATE SKIP LOCKED)",
+					   2, types, values, NULL, false, 0, SPI_OK_DELETE);
+}
+
+uint64
+kz_entry_compact_journal(int32 max_rows)
 {
 	Oid			types[1] = {INT4OID};
 	Datum		values[1];
-	uint64		n = 0;
 
 	values[0] = Int32GetDatum(max_rows);
-	n += kz_spi_priv("DELETE FROM kizunasync.entries l"
-					 " WHERE l.seq OPERATOR(pg_catalog.=) ANY (SELECT x.seq FROM kizunasync.entries x"
-					 "   WHERE NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables c"
-					 "                      WHERE c.id OPERATOR(pg_catalog.=) x.tid)"
-					 "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
-					 1, types, values, NULL, false, 0, SPI_OK_DELETE);
-	n += kz_spi_priv("DELETE FROM kizunasync.conflict_journal j"
-					 " WHERE j.id OPERATOR(pg_catalog.=) ANY (SELECT x.id FROM kizunasync.conflict_journal x"
-					 "   WHERE x.winner_seq IS NOT NULL"
-					 "     AND NOT EXISTS (SELECT 1 FROM kizunasync.entries l"
-					 "                      WHERE l.seq OPERATOR(pg_catalog.=) x.winner_seq"
-					 "                        AND l.kind OPERATOR(pg_catalog.=) 'r')"
-					 "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
-					 1, types, values, NULL, false, 0, SPI_OK_DELETE);
-	return n;
+	return kz_spi_priv("DELETE FROM kizunasync.conflict_journal j"
+					   " WHERE j.id OPERATOR(pg_catalog.=) ANY (SELECT x.id FROM kizunasync.conflict_journal x"
+					   "   WHERE x.winner_seq IS NOT NULL"
+					   "     AND NOT EXISTS (SELECT 1 FROM kizunasync.entries l"
+					   "                      WHERE l.seq OPERATOR(pg_catalog.=) x.winner_seq"
+					   "                        AND l.kind OPERATOR(pg_catalog.=) 'r')"
+					   "   LIMIT $1 FOR UPDATE SKIP LOCKED)",
+					   1, types, values, NULL, false, 0, SPI_OK_DELETE);
 }
 
 void

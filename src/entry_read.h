@@ -11,6 +11,8 @@
 #ifndef KZ_ENTRY_READ_H
 #define KZ_ENTRY_READ_H
 
+#include "nodes/pg_list.h"
+
 #include "entry.h"
 #include "tableconf.h"
 
@@ -115,18 +117,21 @@ extern int64 kz_entry_bucket_max_seq(const KzTableConf *conf, int64 bucket);
 /* ----------------------------------------------------------- retention */
 
 /*
- * Remove at most max_rows tombstones older than their table's TTL (else
- * default_ttl_days), oldest seq first, skipping those another transaction
- * holds; the highest seq removed, or 0.  Inside SPI.
+ * The ids (int List) of the tables the entries hold rows of that are no
+ * longer synced (left by a transaction that raced unsync_table), found by
+ * a loose scan of the key index (one probe per table).  Inside SPI.
  */
-extern int64 kz_entry_reap(int32 max_rows, int32 default_ttl_days);
+extern List *kz_entry_orphan_tables(void);
 
 /*
- * Remove at most max_rows entries nothing can deliver any more (of tables
- * no longer synced), and journal rows whose winning entry is gone; the
- * number removed.  Inside SPI.
+ * Remove at most max_rows row entries of table tid, skipping locked ones
+ * (its tombstones go with the reap, under the default TTL); how many.
+ * Inside SPI.
  */
-extern uint64 kz_entry_compact(int32 max_rows);
+extern uint64 kz_entry_remove_table(int32 tid, int64 max_rows);
+
+/* Remove at most max_rows journal rows whose winning entry is gone; how many.  Inside SPI. */
+extern uint64 kz_entry_compact_journal(int32 max_rows);
 
 /*
  * Forget every entry and bucket number of a synced table, by wire name,

@@ -7,8 +7,10 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/stratnum.h"
+#include "access/table.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "utils/builtins.h"
@@ -29,15 +31,6 @@ ledger_uuid(const char *text)
 	return DirectFunctionCall1(uuid_in, CStringGetDatum(text));
 }
 
-/* The string value of a top-level key of the stored verdict, or NULL. */
-static char *
-ledger_string(Jsonb *vj, const char *key)
-{
-	bool		found;
-
-	return kz_jsonb_key_text(vj, key, &found);
-}
-
 /* The text of column name of a deformed verdicts tuple, or NULL. */
 static char *
 ledger_text(KzBkTable *t, const Datum *values, const bool *nulls, const char *name)
@@ -53,26 +46,32 @@ ledger_text(KzBkTable *t, const Datum *values, const bool *nulls, const char *na
  * extension's, so its lookup sees what has committed by now and takes no
  * predicate lock (two SERIALIZABLE pushes of other rows each read the
  * ledger's index page the other inserted into, and one failed with 40001;
- * test/specs/serializable_pushes.spec, decisions/0086).
+ * test/specs/serializable_pushes.spec, decisions/0086).  Only the heap and
+ * its primary key are opened (the ledger is written with SQL, so its other
+ * indexes may have predicates: kz_bk_open() refuses those).
  */
 bool
 kz_ledger_lookup(const char *mutation_id, KzLedgerEntry *e)
 {
 	KzBkTable	t;
+	Relation	pkey;
 	ScanKeyData key;
 	HeapTuple	tup;
 	Datum	   *values;
 	bool	   *nulls;
-	Jsonb	   *vj;
-	char	   *verdict;
+	char	   *reason;
+	int			col;
 
 	memset(e, 0, sizeof(*e));
-	kz_bk_open(&t, "verdicts");
+	memset(&t, 0, sizeof(t));
+	t.heap = table_open(kz_bk_relid("verdicts"), AccessShareLock);
+	pkey = index_open(kz_bk_relid("verdicts_pkey"), AccessShareLock);
 	ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_UUID_EQ, ledger_uuid(mutation_id));
-	tup = kz_bk_fetch(&t, kz_bk_index(&t, "verdicts_pkey"), 1, &key);
+	tup = kz_bk_fetch(&t, pkey, 1, &key);
+	index_close(pkey, NoLock);
 	if (tup == NULL)
 	{
-		kz_bk_close(&t);
+		table_close(t.heap, NoLock);
 		return false;
 	}
 
@@ -99,52 +98,84 @@ kz_ledger_lookup(const char *mutation_id, KzLedgerEntry *e)
 	e->user_id = ledger_text(&t, values, nulls, "user_id");
 	e->table = ledger_text(&t, values, nulls, "table_name");
 	e->pk = ledger_text(&t, values, nulls, "pk");
-	vj = DatumGetJsonbPCopy(values[kz_bk_column(&t, "verdict")]);
+	col = kz_bk_column(&t, "server_row");
+	if (!nulls[col])
+	{
+		reason = ledger_text(&t, values, nulls, "reason");
+		e->verdict.has_server_row = DatumGetBool(values[col]);
+	}
+	else
+	{
+		/* a row from a 0.1.0 dump: the verdict as jsonb */
+		Jsonb	   *vj = DatumGetJsonbPCopy(values[kz_bk_column(&t, "verdict")]);
+		bool		found;
+		char	   *kind = kz_jsonb_key_text(vj, "verdict", &found);
+
+		reason = kind != NULL && strcmp(kind, "applied") == 0 ? NULL :
+			kz_jsonb_key_text(vj, "reason", &found);
+		e->verdict.has_server_row = kz_jsonb_has_key(vj, "server_row");
+		if (kind == NULL || (strcmp(kind, "applied") != 0 && reason == NULL))
+			ereport(ERROR,
+					(errcode(ERRCODE_DATA_CORRUPTED),
+					 errmsg("ledger entry of mutation %s is not a verdict", mutation_id)));
+	}
 	pfree(values);
 	pfree(nulls);
 	heap_freetuple(tup);
-	kz_bk_close(&t);
+	table_close(t.heap, NoLock);
 
 	strlcpy(e->verdict.mutation_id, mutation_id, sizeof(e->verdict.mutation_id));
-	verdict = ledger_string(vj, "verdict");
-	e->verdict.applied = verdict != NULL && strcmp(verdict, "applied") == 0;
-	e->verdict.reason = ledger_string(vj, "reason");
-	e->verdict.has_server_row = kz_jsonb_has_key(vj, "server_row");
+	e->verdict.applied = reason == NULL;
+	e->verdict.reason = reason;
 	e->verdict.server_row = NULL;
-	if (!e->verdict.applied && e->verdict.reason == NULL)
+	if (!e->verdict.applied && !e->verdict.has_server_row)
 		ereport(ERROR,
 				(errcode(ERRCODE_DATA_CORRUPTED),
-				 errmsg("ledger entry of mutation %s is not a verdict", mutation_id)));
+				 errmsg("ledger entry of mutation %s is not a verdict", mutation_id),
+				 errdetail("It records a rejection without a server_row.")));
 	return true;
 }
 
+/*
+ * The row keeps what a replay answers (decisions/0033): the verdict's kind
+ * and reason, whether it carries a server_row, the user it belongs to, and
+ * the table and key only when a replay renders the row again.
+ */
 void
 kz_ledger_record(const char *mutation_id, const char *sub, const char *table, const char *pk,
 				 const KzVerdict *v)
 {
-	Oid			types[5] = {UUIDOID, TEXTOID, TEXTOID, TEXTOID, JSONBOID};
-	Datum		values[5];
-	char		nulls[5] = {' ', ' ', ' ', ' ', ' '};
-	KzVerdict	stored = *v;
+	Oid			types[6] = {UUIDOID, BOOLOID, TEXTOID, TEXTOID, TEXTOID, TEXTOID};
+	Datum		values[6];
+	char		nulls[6] = {' ', ' ', 'n', 'n', 'n', 'n'};
 
-	stored.server_row = NULL;	/* no row copies in the ledger */
 	values[0] = ledger_uuid(mutation_id);
+	values[1] = BoolGetDatum(v->has_server_row);
 	if (sub)
-		values[1] = CStringGetTextDatum(sub);
-	else
-		nulls[1] = 'n';
-	values[2] = CStringGetTextDatum(table);
-	values[3] = CStringGetTextDatum(pk);
-	values[4] = JsonbPGetDatum(kz_verdict_jsonb(&stored));
+	{
+		values[2] = CStringGetTextDatum(sub);
+		nulls[2] = ' ';
+	}
+	if (!v->applied)
+	{
+		values[3] = CStringGetTextDatum(v->reason);
+		nulls[3] = ' ';
+	}
+	if (v->has_server_row)
+	{
+		values[4] = CStringGetTextDatum(table);
+		values[5] = CStringGetTextDatum(pk);
+		nulls[4] = nulls[5] = ' ';
+	}
 
 	/*
 	 * A concurrent push of the same id decided it first (its ledger row
 	 * committed while we decided).  This push's effect must not stand: fail
 	 * the call; the retry is answered from the ledger.
 	 */
-	if (kz_spi_priv("INSERT INTO kizunasync.verdicts (mutation_id, user_id, table_name, pk, verdict)"
-					" VALUES ($1, $2, $3, $4, $5) ON CONFLICT (mutation_id) DO NOTHING",
-					5, types, values, nulls, false, 0, SPI_OK_INSERT) == 0)
+	if (kz_spi_priv("INSERT INTO kizunasync.verdicts (mutation_id, server_row, user_id, reason, table_name, pk)"
+					" VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (mutation_id) DO NOTHING",
+					6, types, values, nulls, false, 0, SPI_OK_INSERT) == 0)
 		ereport(ERROR,
 				(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
 				 errmsg("mutation %s was decided by a concurrent push", mutation_id),
@@ -161,14 +192,14 @@ kz_ledger_bound_rejections(const char *sub)
 	values[1] = Int32GetDatum(KZ_LEDGER_MAX_REJECTIONS);
 
 	/*
-	 * Newest first through verdicts_user_rejected_idx: the scan reads at most
-	 * the quota and the excess.  Rows another transaction holds are left
-	 * for a later push.
+	 * Newest first through verdicts_user_rejected_idx (rejections only): the
+	 * scan reads at most the quota and the excess.  Rows another
+	 * transaction holds are left for a later push.
 	 */
 	return kz_spi_priv("DELETE FROM kizunasync.verdicts v"
 					   " WHERE v.mutation_id OPERATOR(pg_catalog.=) ANY ("
 					   "   SELECT x.mutation_id FROM kizunasync.verdicts x"
-					   "    WHERE x.user_id OPERATOR(pg_catalog.=) $1 AND x.rejected"
+					   "    WHERE x.user_id OPERATOR(pg_catalog.=) $1 AND x.reason IS NOT NULL"
 					   "    ORDER BY x.recorded_at DESC OFFSET $2"
 					   "    FOR UPDATE SKIP LOCKED)",
 					   2, types, values, NULL, false, 0, SPI_OK_DELETE);

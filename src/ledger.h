@@ -2,8 +2,9 @@
  *
  * ledger.h
  *	  The exactly-once verdict ledger (kizunasync.verdicts): one row per
- *	  decided mutation id.  A stored verdict keeps no row copy: its
- *	  server_row is JSON null and push renders the row again on replay.
+ *	  decided mutation id, as narrow as a replay allows (decisions/0033).
+ *	  A stored verdict keeps no row copy: push renders its server_row again
+ *	  on replay.
  *	  Must be called inside SPI.  Implemented in src/ledger.c.
  *
  *-------------------------------------------------------------------------
@@ -16,7 +17,7 @@
 typedef struct KzLedgerEntry
 {
 	char	   *user_id;		/* JWT sub of the pusher, NULL when none */
-	char	   *table;			/* NULL when not recorded */
+	char	   *table;			/* recorded only when verdict.has_server_row */
 	char	   *pk;
 	KzVerdict	verdict;		/* server_row as recorded (JSON null) */
 } KzLedgerEntry;

@@ -24,12 +24,12 @@
  * transaction: superseded entries are deleted before it, the sequence is
  * opened and locked before it, and the inserts' unique checks are only
  * noted inside it (UNIQUE_CHECK_PARTIAL) and completed after it, where the
- * entry's other index entries (the row-key unique index, deleted_at) are
- * written too: the section stays as short as the argument allows.  Inside
- * it a writer takes only buffer locks of the bookkeeping relations (lock
- * order: the section first; no one takes the section holding another
- * buffer lock) and their relation extension locks (held briefly, and only
- * by writers inside the section).  An error releases it (LWLockReleaseAll
+ * entry's other index entries (its row-key index) are written too: the
+ * section stays as short as the argument allows.  Inside it a writer takes
+ * only buffer locks of the bookkeeping relations (lock order: the section
+ * first; no one takes the section holding another buffer lock) and their
+ * relation extension locks (held briefly, and only by writers inside the
+ * section).  An error releases it (LWLockReleaseAll
  * at (sub)transaction abort).  A statement with many changes enters it once
  * per chunk of at most KZ_STAMP_CHUNK, so other writers wait for at most
  * one chunk, and a cancel or terminate is served between chunks, outside

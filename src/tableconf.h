@@ -43,7 +43,7 @@ typedef struct KzTableConf
  * Look up by wire name / by relation.  NULL when not synced and missing_ok.
  * The result stays valid until the end of the current transaction.
  */
-extern KzTableConf *kz_tableconf_by_name(const char *table_name, bool missing_ok);
+extern PGDLLEXPORT KzTableConf *kz_tableconf_by_name(const char *table_name, bool missing_ok);
 extern PGDLLEXPORT KzTableConf *kz_tableconf_by_relid(Oid relid, bool missing_ok);
 
 /*

@@ -13,11 +13,11 @@ SELECT e.seq,
 		 WHEN 117 THEN (pg_catalog.encode(pg_catalog.substr(e.key, 2, 16), 'hex')::pg_catalog.uuid)::pg_catalog.text
 		 ELSE pg_catalog.convert_from(pg_catalog.substr(e.key, 2), pg_catalog.getdatabaseencoding())
 	   END COLLATE "C" AS pk,
-	   CASE WHEN e.bucket OPERATOR(pg_catalog.<>) 0 THEN b.label END COLLATE "C" AS bucket_value,
+	   (SELECT b.label FROM kizunasync.buckets b
+		 WHERE b.id OPERATOR(pg_catalog.=) e.bucket AND e.bucket OPERATOR(pg_catalog.<>) 0 LIMIT 1) COLLATE "C" AS bucket_value,
 	   e.row_xmin
   FROM kizunasync.entries e
   LEFT JOIN kizunasync.synced_tables s ON s.id OPERATOR(pg_catalog.=) e.tid
-  LEFT JOIN kizunasync.buckets b ON b.id OPERATOR(pg_catalog.=) e.bucket
  WHERE e.kind OPERATOR(pg_catalog.=) 'r';
 COMMENT ON VIEW kizunasync.changelog IS 'the row entries: a synced row''s latest change (decisions/0092)';
 
@@ -29,11 +29,11 @@ SELECT e.seq,
 		 WHEN 117 THEN (pg_catalog.encode(pg_catalog.substr(e.key, 2, 16), 'hex')::pg_catalog.uuid)::pg_catalog.text
 		 ELSE pg_catalog.convert_from(pg_catalog.substr(e.key, 2), pg_catalog.getdatabaseencoding())
 	   END COLLATE "C" AS pk,
-	   COALESCE(CASE WHEN e.bucket OPERATOR(pg_catalog.<>) 0 THEN b.label END, '') COLLATE "C" AS bucket_value,
+	   COALESCE((SELECT b.label FROM kizunasync.buckets b
+				  WHERE b.id OPERATOR(pg_catalog.=) e.bucket AND e.bucket OPERATOR(pg_catalog.<>) 0 LIMIT 1), '') COLLATE "C" AS bucket_value,
 	   e.snapshot AS bucket_snapshot,
 	   e.deleted_at
   FROM kizunasync.entries e
   LEFT JOIN kizunasync.synced_tables s ON s.id OPERATOR(pg_catalog.=) e.tid
-  LEFT JOIN kizunasync.buckets b ON b.id OPERATOR(pg_catalog.=) e.bucket
  WHERE e.kind OPERATOR(pg_catalog.=) 'd';
 COMMENT ON VIEW kizunasync.tombstones IS 'the tombstones: deleted rows, and rows moved out of a bucket (decisions/0092)';

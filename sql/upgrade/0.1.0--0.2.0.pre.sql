@@ -259,6 +259,12 @@ ALTER TABLE kizunasync.tombstones
 	ALTER COLUMN table_name TYPE text COLLATE "C",
 	ALTER COLUMN pk TYPE text COLLATE "C",
 	ALTER COLUMN bucket_value TYPE text COLLATE "C";
+-- A writer replaces a key's tombstone without waiting for a reap that holds
+-- it, so the key index is not unique; the reap walks the seq index, so
+-- deleted_at has none (decisions/0003).
+ALTER TABLE kizunasync.tombstones DROP CONSTRAINT tombstones_table_name_pk_bucket_value_key;
+DROP INDEX kizunasync.tombstones_deleted_at_idx;
+CREATE INDEX tombstones_key_idx ON kizunasync.tombstones (table_name, pk, bucket_value);
 ALTER TABLE kizunasync.bucket_grants
 	ALTER COLUMN user_id TYPE text COLLATE "C" USING user_id::text,
 	ALTER COLUMN table_name TYPE text COLLATE "C",
@@ -269,16 +275,40 @@ ALTER TABLE kizunasync.row_hlc
 ALTER TABLE kizunasync.conflict_journal
 	ALTER COLUMN table_name TYPE text COLLATE "C",
 	ALTER COLUMN pk TYPE text COLLATE "C";
-ALTER TABLE kizunasync.verdicts
-	ALTER COLUMN user_id TYPE text COLLATE "C" USING user_id::text,
-	ALTER COLUMN table_name TYPE text COLLATE "C",
-	ALTER COLUMN pk TYPE text COLLATE "C";
--- A user's recorded rejections are bounded (decisions/0033).  A generated
--- column: computed for the rows kept here, and for the rows a dump of an
--- older version brings (a dump carries no generated values).
-ALTER TABLE kizunasync.verdicts ADD COLUMN rejected boolean GENERATED ALWAYS AS
-	((verdict OPERATOR(pg_catalog.->>) 'verdict') OPERATOR(pg_catalog.=) 'rejected') STORED;
-CREATE INDEX verdicts_user_rejected_idx ON kizunasync.verdicts (user_id, rejected, recorded_at);
+-- The verdict ledger keeps what a replay answers (decisions/0033): rebuilt
+-- in the narrow form of a fresh install (the verdict's reason, whether it
+-- carries a server_row, and the table and key only then), since a fresh
+-- install's column positions are compared (test/t/upgrade.sh).  A user's
+-- recorded rejections are bounded through a partial index.
+ALTER TABLE kizunasync.verdicts RENAME TO verdicts_0_1_0;
+ALTER INDEX kizunasync.verdicts_pkey RENAME TO verdicts_0_1_0_pkey;
+ALTER INDEX kizunasync.verdicts_recorded_at_idx RENAME TO verdicts_0_1_0_recorded_at_idx;
+CREATE TABLE kizunasync.verdicts (
+	mutation_id         uuid CONSTRAINT verdicts_pkey PRIMARY KEY,
+	recorded_at         timestamptz NOT NULL DEFAULT now(),
+	server_row          boolean,
+	user_id             text COLLATE "C",
+	reason              text COLLATE "C",
+	table_name          text COLLATE "C",
+	pk                  text COLLATE "C",
+	verdict             jsonb,
+	CONSTRAINT verdicts_one_form CHECK ((server_row IS NULL) = (verdict IS NOT NULL))
+);
+INSERT INTO kizunasync.verdicts (mutation_id, recorded_at, server_row, user_id, reason, table_name, pk)
+SELECT v.mutation_id, v.recorded_at, v.verdict OPERATOR(pg_catalog.?) 'server_row', v.user_id::pg_catalog.text,
+	   CASE WHEN (v.verdict OPERATOR(pg_catalog.->>) 'verdict') OPERATOR(pg_catalog.<>) 'applied'
+			THEN v.verdict OPERATOR(pg_catalog.->>) 'reason' END,
+	   CASE WHEN v.verdict OPERATOR(pg_catalog.?) 'server_row' THEN v.table_name END,
+	   CASE WHEN v.verdict OPERATOR(pg_catalog.?) 'server_row' THEN v.pk END
+  FROM kizunasync.verdicts_0_1_0 v;
+-- (out of the extension first: that also takes it off the list of tables
+-- pg_dump dumps, which DROP TABLE alone leaves behind)
+ALTER EXTENSION kizunasync DROP TABLE kizunasync.verdicts_0_1_0;
+DROP TABLE kizunasync.verdicts_0_1_0;
+CREATE INDEX verdicts_recorded_at_idx ON kizunasync.verdicts (recorded_at);
+CREATE INDEX verdicts_user_rejected_idx ON kizunasync.verdicts (user_id, recorded_at)
+	WHERE reason IS NOT NULL;
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.verdicts', '');
 ALTER TABLE kizunasync.clients
 	ALTER COLUMN user_id TYPE text COLLATE "C" USING user_id::text,
 	ADD COLUMN bootstrap_horizon bigint;
@@ -325,6 +355,7 @@ UPDATE kizunasync.settings SET
 
 -- Reap state: the first seq of this incarnation is known exactly: 0.1.0's
 -- change_seq started at 1 (decisions/0084).
-ALTER TABLE kizunasync.reap_state ADD COLUMN first_seq bigint;
+ALTER TABLE kizunasync.reap_state ADD COLUMN first_seq bigint,
+	ADD COLUMN walk_ttl_days integer[], ADD COLUMN walk_seqs bigint[];
 INSERT INTO kizunasync.reap_state (id, reaped_seq, first_seq) VALUES (true, 0, 1)
 	ON CONFLICT (id) DO UPDATE SET first_seq = 1;

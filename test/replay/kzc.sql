@@ -33,9 +33,10 @@ CREATE PROCEDURE kzc.stamp(step integer)
 LANGUAGE plpgsql AS $$
 BEGIN
 	WITH fresh AS (
-		UPDATE kizunasync.tombstones t
+		UPDATE kizunasync.entries t
 		   SET deleted_at = timestamptz '2026-01-01 00:00:00+00' + make_interval(secs => step)
-		 WHERE NOT EXISTS (SELECT 1 FROM kzc.stamped s
+		 WHERE t.kind = 'd'
+		   AND NOT EXISTS (SELECT 1 FROM kzc.stamped s
 							WHERE s.seq = t.seq AND s.deleted_at = t.deleted_at)
 		RETURNING t.seq, t.deleted_at)
 	INSERT INTO kzc.stamped (seq, deleted_at)
@@ -58,14 +59,16 @@ BEGIN
 	FOR f IN SELECT * FROM kzc.fixture ORDER BY table_name LOOP
 		EXECUTE format('DELETE FROM public.%I', f.table_name);
 	END LOOP;
-	TRUNCATE kizunasync.changelog, kizunasync.tombstones, kizunasync.bucket_grants,
+	TRUNCATE kizunasync.entries, kizunasync.buckets, kizunasync.bucket_grants,
 			 kizunasync.row_hlc, kizunasync.conflict_journal, kizunasync.verdicts,
 			 kizunasync.clients;
 	TRUNCATE kzc.stamped, kzc.retries;
-	-- The transcripts number from small seqs: this "incarnation" starts at 1.
+	-- The transcripts number from small seqs: this "incarnation" starts at 1,
+	-- and the reap's walks start from the first tombstone again.
 	INSERT INTO kizunasync.reap_state (id, reaped_seq, reaped_at, first_seq)
 		 VALUES (true, 0, NULL, 1)
-	ON CONFLICT (id) DO UPDATE SET reaped_seq = 0, reaped_at = NULL, first_seq = 1;
+	ON CONFLICT (id) DO UPDATE SET reaped_seq = 0, reaped_at = NULL, first_seq = 1,
+		walk_ttl_days = NULL, walk_seqs = NULL;
 	EXECUTE format('ALTER SEQUENCE kizunasync.change_seq RESTART WITH %s', next_seq);
 
 	PERFORM kizunasync.configure(max_pull_scan => coalesce((srv ->> 'max_pull_scan')::integer, 5000));
@@ -185,10 +188,11 @@ $$;
 CREATE PROCEDURE kzc.reap(step integer)
 LANGUAGE plpgsql AS $$
 BEGIN
-	UPDATE kizunasync.tombstones t
+	UPDATE kizunasync.entries t
 	   SET deleted_at = now() - make_interval(days => 1 + coalesce(
-			   (SELECT st.tombstone_ttl_days FROM kizunasync.synced_tables st WHERE st.table_name = t.table_name),
-			   (kizunasync.configure() ->> 'tombstone_ttl_days')::integer));
+			   (SELECT st.tombstone_ttl_days FROM kizunasync.synced_tables st WHERE st.id = t.tid),
+			   (kizunasync.configure() ->> 'tombstone_ttl_days')::integer))
+	 WHERE t.kind = 'd';
 	PERFORM kizunasync.reap_tombstones();
 	CALL kzc.stamp(step);
 END

@@ -39,10 +39,12 @@ SET TRANSACTION READ ONLY;
 COMMIT;
 SELECT rocommit.state();
 
--- PREPARE numbers at PRE_PREPARE
+-- PREPARE numbers at PRE_PREPARE (500 changes: over the prepared bound's
+-- default, kizunasync.prepared_changes, which this transaction raises)
 BEGIN;
 SET LOCAL kizunasync.write_time_changes = 3;
-INSERT INTO rocommit.t SELECT g, 1 FROM generate_series(601, 1200) g;
+SET LOCAL kizunasync.prepared_changes = 512;
+INSERT INTO rocommit.t SELECT g, 1 FROM generate_series(601, 1100) g;
 SET TRANSACTION READ ONLY;
 PREPARE TRANSACTION 'kz_rocommit';
 COMMIT PREPARED 'kz_rocommit';

@@ -18,17 +18,16 @@ UPDATE kizunasync.reap_state SET reaped_seq = 0;
 
 -- an upsert as capture records it: latest entry per (table, pk)
 CREATE FUNCTION pull_t.cl(t text, k text, b text) RETURNS bigint LANGUAGE sql AS $$
+	DELETE FROM kizunasync.changelog WHERE table_name = t AND pk = k;
 	INSERT INTO kizunasync.changelog VALUES (nextval('kizunasync.change_seq'), t, k, b)
-	ON CONFLICT (table_name, pk) DO UPDATE SET seq = EXCLUDED.seq, bucket_value = EXCLUDED.bucket_value
 	RETURNING seq $$;
 -- a delete (or a move-out when keep_entry): one tombstone per (table, pk, bucket value)
 CREATE FUNCTION pull_t.tomb(t text, k text, b text, col text, at timestamptz, keep_entry boolean DEFAULT false)
 RETURNS bigint LANGUAGE sql AS $$
 	DELETE FROM kizunasync.changelog WHERE table_name = t AND pk = k AND NOT keep_entry;
+	DELETE FROM kizunasync.tombstones WHERE table_name = t AND pk = k AND bucket_value = coalesce(b, '');
 	INSERT INTO kizunasync.tombstones VALUES (nextval('kizunasync.change_seq'), t, k, coalesce(b, ''),
 		CASE WHEN col IS NULL THEN '{}'::jsonb ELSE jsonb_build_object(col, b) END, at)
-	ON CONFLICT (table_name, pk, bucket_value) DO UPDATE
-		SET seq = EXCLUDED.seq, bucket_snapshot = EXCLUDED.bucket_snapshot, deleted_at = EXCLUDED.deleted_at
 	RETURNING seq $$;
 CREATE FUNCTION pull_t.todo(n int, owner text, title text) RETURNS bigint LANGUAGE sql AS $$
 	INSERT INTO pull_t.todos VALUES (('00000000-0000-4000-8000-e1000000000' || n)::uuid,

@@ -113,9 +113,15 @@ GRANT SELECT (id, owner_id, title, done, likes, labels, version) ON public.todos
 SELECT pt.push(:'ua', '{"mutations": [{"columns": {"title": "pc"}, "precondition": {"deleted_at": "2026-01-01T10:00:00Z"}, "mutation_id": "00000000-0000-4000-8000-f10000000028", "op": "update", "pk": "00000000-0000-4000-8000-e10000000001", "table": "todos"}]}');
 GRANT SELECT, UPDATE ON public.todos TO authenticated;
 
--- every decided verdict is recorded, with a null server_row, except
--- COLUMN_DENIED (decided from privileges before any write: decisions/0033)
-SELECT verdict FROM kizunasync.verdicts WHERE mutation_id = '00000000-0000-4000-8000-f10000000014';
+-- every decided verdict is recorded, except COLUMN_DENIED (decided from
+-- privileges before any write): its reason (none: applied), whether it
+-- carries a server_row, its user, and the table and key only when a replay
+-- renders the row again (decisions/0033); no row copy
+SELECT mutation_id, reason, server_row, table_name, pk, user_id
+  FROM kizunasync.verdicts
+ WHERE mutation_id IN ('00000000-0000-4000-8000-f10000000013', '00000000-0000-4000-8000-f10000000014',
+					   '00000000-0000-4000-8000-f10000000018')
+ ORDER BY mutation_id;
 SELECT count(*) AS ledger_rows FROM kizunasync.verdicts;
 
 -- conflict journal: one entry per column landing over a different

@@ -168,10 +168,10 @@ rm -f /tmp/kz_crash_$$.out
 echo "== crash: ledger, rows and pulls after recovery"
 check "ledger and rows agree (applied inserts minus applied deletes = the table)" \
 	"$(q -c "SELECT (SELECT string_agg(pk, ',' ORDER BY pk) FROM (
-			SELECT pk FROM kizunasync.verdicts WHERE table_name = 'crash_items' AND verdict ->> 'verdict' = 'applied'
+			SELECT ltrim(right(mutation_id::text, 10), '0') AS pk FROM kizunasync.verdicts WHERE reason IS NULL
 			   AND mutation_id::text LIKE '00000000-0000-4000-8000-b1%'
 			EXCEPT
-			SELECT pk FROM kizunasync.verdicts WHERE table_name = 'crash_items' AND verdict ->> 'verdict' = 'applied'
+			SELECT ltrim(right(mutation_id::text, 10), '0') FROM kizunasync.verdicts WHERE reason IS NULL
 			   AND mutation_id::text LIKE '00000000-0000-4000-8000-b2%') s)
 		  = (SELECT string_agg(id::text, ',' ORDER BY id::text) FROM public.crash_items)")" t
 table_ids=$(q -c "SELECT string_agg(id::text, ',' ORDER BY id::text) FROM public.crash_items")

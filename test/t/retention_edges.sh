@@ -182,7 +182,7 @@ q "$DB" -c "UPDATE kizunasync.tombstones SET deleted_at = deleted_at - interval 
 newest=$(q "$DB" -c "SELECT max(seq) FROM kizunasync.tombstones")
 r=$(qo "$DB" -c "SELECT kizunasync.reap_tombstones()" 2>&1)
 check "c: the owner reaps every tombstone, the newest included" "$r" "$newest"
-q "$DB" -c "VACUUM kizunasync.tombstones" >/dev/null
+q "$DB" -c "VACUUM kizunasync.entries" >/dev/null
 r=$(pullj "$CLERK" "$(docs_of "$CLERK")" "$OLD")
 check "c: a device whose cursor predates the reap is told CHECKPOINT_EXPIRED" "$(jq_ "$r" "j -> 'signal' ->> 'type'")" "CHECKPOINT_EXPIRED"
 r=$(pullj "$CLERK" "$(docs_of "$CLERK")" 0)

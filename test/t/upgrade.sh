@@ -62,6 +62,23 @@ dump_members() {
 			-e "s/relfrozenxid = '[0-9]+', relminmxid = '[0-9]+'/relfrozenxid = <xid>, relminmxid = <mxid>/" \
 			-e "s/^WHERE oid = '[0-9]+';/WHERE oid = <toast oid>;/"
 }
+# the verdict ledger as a replay reads it, one line per verdict:
+# mutation_id recorded_at(us) server_row user reason table pk ('-': none);
+# ledger_of_release reads a release's ledger (0.1.0: the verdict as jsonb,
+# table and pk of every verdict), ledger_narrow the current one
+ledger_of_release() {
+	q "$1" -c "SELECT concat_ws(' ', mutation_id, (extract(epoch FROM recorded_at) * 1e6)::bigint,
+		verdict ? 'server_row', coalesce(user_id::text, '-'),
+		coalesce(CASE WHEN verdict ->> 'verdict' <> 'applied' THEN verdict ->> 'reason' END, '-'),
+		coalesce(CASE WHEN verdict ? 'server_row' THEN table_name END, '-'),
+		coalesce(CASE WHEN verdict ? 'server_row' THEN pk END, '-'))
+		FROM kizunasync.verdicts ORDER BY mutation_id"
+}
+ledger_narrow() {
+	q "$1" -c "SELECT concat_ws(' ', mutation_id, (extract(epoch FROM recorded_at) * 1e6)::bigint,
+		server_row, coalesce(user_id, '-'), coalesce(reason, '-'), coalesce(table_name, '-'), coalesce(pk, '-'))
+		FROM kizunasync.verdicts ORDER BY mutation_id"
+}
 # the content of the given schemas; a NULL column is left out, so a column
 # a version adds compares equal to its absence
 contents() {
@@ -283,6 +300,7 @@ for from in $releases; do
 	label_rows $OLD > "$O/labels.before"
 	checks_before=$(q $OLD -c "SELECT last_value FROM lab.checks")
 	contents $OLD kizunasync > "$O/before.bookkeeping"
+	ledger_of_release $OLD > "$O/before.verdicts" 2>&1
 	for twin in $REF $PENDING; do
 		dropdb --if-exists --force $twin >/dev/null 2>&1
 		createdb -T $OLD $twin && T_DBS+=("$twin")
@@ -360,18 +378,20 @@ CREATE TEMP TABLE kz_rows (r kizunasync.changelog);"
 		"$O/fresh.members.sql" "$O/upgraded.members.sql"
 
 	# nothing lost by the update itself (settings and the horizon are
-	# compared by effect: their rows may legitimately be normalized)
+	# compared by effect: their rows may legitimately be normalized; the
+	# verdict ledger is narrowed, decisions/0033, and compared by what a
+	# replay reads)
 	contents $OLD kizunasync > "$O/after.bookkeeping"
 	# (the bucket-label tables' labels change: checked below)
-	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|"table_name": "lab_' "$O/before.bookkeeping" > "$O/before.bookkeeping.kept"
-	# verdicts.rejected is new in 0.2.0 (decisions/0033): generated from
-	# the verdict, checked below, compared without it
-	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|"table_name": "lab_' "$O/after.bookkeeping" |
-		sed '/^kizunasync.verdicts /s/"rejected": \(true\|false\), //' > "$O/after.bookkeeping.kept"
-	check_same "$L: the update keeps every bookkeeping row and sequence (settings and reap_state aside)" \
+	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|^kizunasync.verdicts \|"table_name": "lab_' "$O/before.bookkeeping" > "$O/before.bookkeeping.kept"
+	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|^kizunasync.verdicts \|"table_name": "lab_' "$O/after.bookkeeping" > "$O/after.bookkeeping.kept"
+	check_same "$L: the update keeps every bookkeeping row and sequence (settings, reap_state and verdicts aside)" \
 		"$O/before.bookkeeping.kept" "$O/after.bookkeeping.kept"
-	check "$L: the update marks every recorded rejection as one (verdicts.rejected), and only those" \
-		"$(q $OLD -c "SELECT count(*) FILTER (WHERE rejected) > 0 AND bool_and(rejected = (verdict ->> 'verdict' = 'rejected')) FROM kizunasync.verdicts")" t
+	ledger_narrow $OLD > "$O/after.verdicts" 2>&1
+	check_same "$L: the update keeps every verdict: its user, time, reason and server_row, and the table and key of those with a server_row (mutation_id recorded_at server_row user reason table pk)" \
+		"$O/before.verdicts" "$O/after.verdicts"
+	check "$L: ... among them applied verdicts with and without a server_row, and rejections; none in the 0.1.0 form" \
+		"$(q $OLD -c "SELECT count(*) FILTER (WHERE reason IS NULL AND NOT server_row) > 0 AND count(*) FILTER (WHERE reason IS NULL AND server_row) > 0 AND count(*) FILTER (WHERE reason IS NOT NULL) > 0 AND count(*) FILTER (WHERE verdict IS NOT NULL) = 0 FROM kizunasync.verdicts")" t
 	check "$L: the reap horizon survives the update" \
 		"$(q $OLD -c "SELECT coalesce((SELECT reaped_seq FROM kizunasync.reap_state), 0)")" \
 		"$(q $REF -c "SELECT reaped_seq FROM kizunasync.reap_state")"
@@ -446,13 +466,18 @@ SQL
 	fi
 	# (the journal's identity sequence is not in a 0.1.0 dump: its state is
 	# left out here and judged by its effect below)
+	# (its ledger rows keep the verdict in the $from form, their narrow
+	# columns NULL, which contents() leaves out)
 	contents $REF kizunasync | grep -v '^kizunasync.conflict_journal_id_seq ' > "$O/old.bookkeeping"
 	contents kz_t_up_olddump kizunasync 2> "$O/old-restored.bookkeeping.err" |
-		grep -v '^kizunasync.conflict_journal_id_seq ' |
-		sed '/^kizunasync.verdicts /s/"rejected": \(true\|false\), //' > "$O/old-restored.bookkeeping"
+		grep -v '^kizunasync.conflict_journal_id_seq ' > "$O/old-restored.bookkeeping"
 	check_same "$L: the $from dump, restored into $DEFAULT: every bookkeeping row and change_seq equal" "$O/old.bookkeeping" "$O/old-restored.bookkeeping"
-	check "$L: ... its recorded rejections are marked as such (verdicts.rejected, generated)" \
-		"$(q kz_t_up_olddump -c "SELECT count(*) FILTER (WHERE rejected) > 0 AND bool_and(rejected = (verdict ->> 'verdict' = 'rejected')) FROM kizunasync.verdicts")" t
+	check "$L: ... its verdicts are kept in the $from form (verdict jsonb, server_row NULL)" \
+		"$(q kz_t_up_olddump -c "SELECT count(*) > 0 AND bool_and(verdict IS NOT NULL AND server_row IS NULL) FROM kizunasync.verdicts")" t
+	{ replay_sql kz_t_up_olddump p03; replay_sql kz_t_up_olddump p06; } | run_sql kz_t_up_olddump "$O/old-restored.replays"
+	check "$L: ... and replay as recorded" \
+		"$(grep -v '^replay [a-z0-9]*: ' "$O/old-restored.replays" | tr '\n' ';')$(head -c 300 "$O/old-restored.replays.err")" \
+		"replay p03 verdicts as recorded: true;replay p06 verdicts as recorded: true;"
 	# the journal's identity sequence was not registered for dump on 0.1.0:
 	# a journaled write must still be recorded, not rejected
 	{ push pold "$UA" "$A1" '{"mutations": [

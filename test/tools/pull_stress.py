@@ -538,6 +538,13 @@ def main():
             ok = False
         if args.pull_via == "primary":
             ok &= check_probes(pullers, pull_wait_ms)
+    # the write path leaves no key's entry behind a newer tombstone of the
+    # key: compaction no longer looks for such entries (decisions/0003,
+    # "What compaction removes")
+    stale = run_sql(DB, "SELECT count(*) FROM kizunasync.changelog c JOIN kizunasync.tombstones t"
+                        " ON t.table_name = c.table_name AND t.pk = c.pk AND t.seq > c.seq").strip()
+    print(f"pull_stress: changelog entries older than a tombstone of their key: {stale}")
+    ok &= stale == "0"
     for p in pullers:
         p.s.close()
         if p.primary:
