@@ -23,6 +23,7 @@
 #include "utils/timestamp.h"
 
 #include "bookkeeping.h"
+#include "entry_key.h"
 
 /* One change to record: a row entry ('u') or a tombstone ('d'). */
 typedef struct KzChange
@@ -36,17 +37,6 @@ typedef struct KzChange
 	char	   *snapshot;		/* 'd': bucket snapshot as jsonb text */
 	TransactionId row_xmin;		/* 'u': xmin of the row version recorded */
 } KzChange;
-
-/* ---------------------------------------------------------------- keys */
-
-/*
- * The binary key of a row key text (the wire's "pk") of a table whose one
- * key column has type key_type (InvalidOid: several key columns).
- */
-extern PGDLLEXPORT bytea *kz_entry_key(Oid key_type, const char *pk);
-
-/* The row key text of a binary key. */
-extern char *kz_entry_key_text(const bytea *key);
 
 /* ------------------------------------------------------------- buckets */
 
