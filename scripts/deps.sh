@@ -14,6 +14,9 @@ PKGS=(
 	# the packages lane (test/lanes/packages.sh): PostgreSQL's Debian
 	# tooling (pg_buildext, dh --with pgxs_loop), dpkg-buildpackage, lintian
 	postgresql-server-dev-all debhelper dpkg-dev build-essential lintian
+	# the monitoring lane (test/lanes/monitoring.sh): the exporter it
+	# scrapes and promtool (from prometheus) for the alerting rules
+	prometheus-postgres-exporter prometheus
 )
 missing=()
 for p in "${PKGS[@]}"; do

@@ -321,6 +321,13 @@ batch_write_time_budget(void)
 	return KZ_CURSOR_MAX_HOLES / (MaxBackends + max_prepared_xacts);
 }
 
+/* The write-time budget, for kizunasync.health() (issue 31). */
+int
+kz_capture_batch_write_time_budget(void)
+{
+	return batch_write_time_budget();
+}
+
 /* How many seqs a prepared transaction may hold (the same share by default). */
 static int
 batch_prepared_budget(void)

@@ -49,4 +49,11 @@ extern PGDLLEXPORT void kz_capture_batch_flush(void);
  */
 extern void kz_capture_batch_flush_early(void);
 
+/*
+ * How many changes a transaction numbers while it runs (the rest it numbers
+ * at commit): kizunasync.write_time_changes, or the share of the cursor's
+ * hole limit it gives by default.
+ */
+extern int	kz_capture_batch_write_time_budget(void);
+
 #endif							/* KZ_CAPTURE_BATCH_H */

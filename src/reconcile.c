@@ -284,13 +284,20 @@ repair_vanished(const KzTableConf *conf, MemoryContext row_cxt)
 	int64		total = 0;
 	Datum	   *keyvals = palloc(sizeof(Datum) * conf->nkeys);
 	Relation	entries = table_open(kz_entry_relid(), RowShareLock);
+	MemoryContext outer = CurrentMemoryContext;
+	MemoryContext chunk_cxt = AllocSetContextCreate(outer, "kizunasync repair chunk",
+													ALLOCSET_DEFAULT_SIZES);
 
 	for (;;)
 	{
 		KzEntryRef *refs;
-		int			n = kz_entry_rows_of_table(conf, after, KZ_RECONCILE_CHUNK, &refs);
+		int			n;
 		int			i;
 
+		/* one chunk of keys at a time: the chunk's memory is freed before the next */
+		MemoryContextSwitchTo(chunk_cxt);
+		n = kz_entry_rows_of_table(conf, after, KZ_RECONCILE_CHUNK, &refs);
+		MemoryContextSwitchTo(outer);
 		if (n == 0)
 			break;
 		for (i = 0; i < n; i++)
@@ -315,10 +322,14 @@ repair_vanished(const KzTableConf *conf, MemoryContext row_cxt)
 			MemoryContextReset(row_cxt);
 			CHECK_FOR_INTERRUPTS();
 		}
-		after = refs[n - 1].key;
 		if (n < KZ_RECONCILE_CHUNK)
 			break;
+		if (after != NULL)
+			pfree(after);
+		after = DatumGetByteaPCopy(PointerGetDatum(refs[n - 1].key));
+		MemoryContextReset(chunk_cxt);
 	}
+	MemoryContextDelete(chunk_cxt);
 	table_close(entries, NoLock);
 	return total;
 }

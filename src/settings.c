@@ -25,6 +25,7 @@
 #include "spi.h"
 
 PG_FUNCTION_INFO_V1(kz_configure);
+PG_FUNCTION_INFO_V1(kz_settings_effective);
 
 typedef enum KzSettingKind
 {
@@ -111,6 +112,44 @@ kz_settings_read(KzSettings *s)
 	SPI_freetuptable(SPI_tuptable);
 }
 
+/* The effective settings s as jsonb, in the upper executor context (inside SPI). */
+static Jsonb *
+settings_jsonb(const KzSettings *s)
+{
+	JsonbParseState *ps = NULL;
+	JsonbValue *res;
+	int			i;
+
+	pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
+	for (i = 0; i < (int) KZ_NSETTINGS; i++)
+	{
+		const KzSettingDef *d = &setting_defs[i];
+		char	   *field = (char *) s + d->offset;
+		JsonbValue	v;
+
+		kz_jsonb_push_key(&ps, d->name);
+		switch (d->kind)
+		{
+			case KZ_SET_INT:
+				v.type = jbvNumeric;
+				v.val.numeric = int64_to_numeric(*(int *) field);
+				break;
+			case KZ_SET_BOOL:
+				v.type = jbvBool;
+				v.val.boolean = *(bool *) field;
+				break;
+			case KZ_SET_TEXT:
+				v.type = jbvString;
+				v.val.string.val = *(char **) field;
+				v.val.string.len = strlen(*(char **) field);
+				break;
+		}
+		pushJsonbValue(&ps, WJB_VALUE, &v);
+	}
+	res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
+	return (Jsonb *) SPI_datumTransfer(JsonbPGetDatum(JsonbValueToJsonb(res)), false, -1);
+}
+
 /*
  * kizunasync.configure(max_pull_scan integer DEFAULT NULL, ...) RETURNS jsonb
  *
@@ -136,8 +175,6 @@ settings_configure_body(FunctionCallInfo fcinfo)
 	int			nargs = 0;
 	int			i;
 	KzSettings	s;
-	JsonbParseState *ps = NULL;
-	JsonbValue *res;
 	Jsonb	   *result;
 
 	kz_entry(fcinfo, "kizunasync.configure()", true, &caller);
@@ -167,35 +204,35 @@ settings_configure_body(FunctionCallInfo fcinfo)
 					nargs, types, values, NULL, false, 0, SPI_OK_UPDATE);
 	}
 	kz_settings_read(&s);
-
-	pushJsonbValue(&ps, WJB_BEGIN_OBJECT, NULL);
-	for (i = 0; i < (int) KZ_NSETTINGS; i++)
-	{
-		const KzSettingDef *d = &setting_defs[i];
-		char	   *field = (char *) &s + d->offset;
-		JsonbValue	v;
-
-		kz_jsonb_push_key(&ps, d->name);
-		switch (d->kind)
-		{
-			case KZ_SET_INT:
-				v.type = jbvNumeric;
-				v.val.numeric = int64_to_numeric(*(int *) field);
-				break;
-			case KZ_SET_BOOL:
-				v.type = jbvBool;
-				v.val.boolean = *(bool *) field;
-				break;
-			case KZ_SET_TEXT:
-				v.type = jbvString;
-				v.val.string.val = *(char **) field;
-				v.val.string.len = strlen(*(char **) field);
-				break;
-		}
-		pushJsonbValue(&ps, WJB_VALUE, &v);
-	}
-	res = pushJsonbValue(&ps, WJB_END_OBJECT, NULL);
-	result = (Jsonb *) SPI_datumTransfer(JsonbPGetDatum(JsonbValueToJsonb(res)), false, -1);
+	result = settings_jsonb(&s);
 	kz_spi_finish();
 	PG_RETURN_JSONB_P(result);
+}
+
+/*
+ * kizunasync._settings() RETURNS jsonb
+ *
+ * The effective settings, as configure() returns them, changing nothing:
+ * for the monitoring views (issue 31), which read them as their reader
+ * (EXECUTE granted with the views' SELECT).  Settings are no secret.
+ */
+static Datum
+settings_effective_body(FunctionCallInfo fcinfo)
+{
+	KzCaller	caller;
+	KzSettings	s;
+	Jsonb	   *result;
+
+	kz_entry_reader(fcinfo, "kizunasync._settings()", true, &caller);
+	kz_spi_connect();
+	kz_settings_read(&s);
+	result = settings_jsonb(&s);
+	kz_spi_finish();
+	PG_RETURN_JSONB_P(result);
+}
+
+Datum
+kz_settings_effective(PG_FUNCTION_ARGS)
+{
+	return kz_entry_guarded(fcinfo, "kizunasync._settings()", settings_effective_body);
 }

@@ -185,6 +185,21 @@ CREATE INDEX entries_key_idx ON kizunasync.entries (tid, key, bucket);
 -- The tombstones in seq order, for the reap's walks (src/entry_reap.c).
 CREATE INDEX entries_tomb_idx ON kizunasync.entries (seq) WHERE kind = 'd';
 
+-- Rows of changelog and tombstones from a dump taken on 0.1.0, restored
+-- before the synced table they belong to (pg_dump writes table data in name
+-- order): held here until its synced_tables row arrives (src/migrate.c).
+-- Empty otherwise, and never dumped.
+CREATE TABLE kizunasync.restore_held (
+	seq                 bigint PRIMARY KEY,
+	kind                "char" NOT NULL,
+	table_name          text COLLATE "C" NOT NULL,
+	pk                  text COLLATE "C" NOT NULL,
+	bucket_value        text COLLATE "C",
+	row_xmin            xid,
+	snapshot            jsonb,
+	deleted_at          timestamptz
+);
+
 -- (user, table, bucket value) pairs a user has received a live row from.
 -- user_id is the JWT "sub" (any text: third-party auth ids are not uuids).
 CREATE TABLE kizunasync.bucket_grants (
@@ -313,3 +328,21 @@ CREATE TABLE kizunasync.attachments (
 	UNIQUE (bucket_id, object_path)
 );
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.attachments', '');
+
+-- What each call of a retention function did (src/retention_runs.c): when
+-- it started, how long it took, how many bookkeeping rows it deleted and
+-- what it returned.  The recorder keeps the newest few per job; the view
+-- kizunasync.retention_metrics shows the newest (issue 31).  Only appended
+-- to, so concurrent calls never wait for each other here.  Dumped like
+-- every bookkeeping table (decisions/0081).
+CREATE TABLE kizunasync.retention_runs (
+	id                  bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+	job                 text COLLATE "C" NOT NULL,
+	started_at          timestamptz NOT NULL,
+	duration_ms         double precision NOT NULL,
+	rows_removed        bigint NOT NULL,
+	result              bigint
+);
+CREATE INDEX retention_runs_job_idx ON kizunasync.retention_runs (job, id);
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.retention_runs', '');
+SELECT pg_catalog.pg_extension_config_dump('kizunasync.retention_runs_id_seq', '');

@@ -5,21 +5,21 @@
 -- ---------------------------------------------------------------------------
 CREATE OR REPLACE FUNCTION kizunasync.reap_tombstones(max_rows integer DEFAULT 100000)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'kz_reap_tombstones'
+AS 'MODULE_PATHNAME', 'kz_reap_tombstones_recorded'
 LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION kizunasync.reap_tombstones(integer) IS
   'removes tombstones older than their table''s TTL (bounded per call) and raises the reap horizon; returns the highest seq reaped';
 
 CREATE OR REPLACE FUNCTION kizunasync.compact_changelog(max_rows integer DEFAULT 100000)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'kz_compact_changelog'
+AS 'MODULE_PATHNAME', 'kz_compact_changelog_recorded'
 LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION kizunasync.compact_changelog(integer) IS
   'removes bookkeeping nothing can deliver any more (bounded per call); returns rows removed';
 
 CREATE OR REPLACE FUNCTION kizunasync.prune_clients(max_rows integer DEFAULT 100000)
 RETURNS bigint
-AS 'MODULE_PATHNAME', 'kz_prune_clients'
+AS 'MODULE_PATHNAME', 'kz_prune_clients_recorded'
 LANGUAGE C VOLATILE;
 COMMENT ON FUNCTION kizunasync.prune_clients(integer) IS
   'removes clients not seen and verdicts older than client_ttl_days (bounded per call), never bucket grants; returns clients removed';

@@ -5,13 +5,15 @@
 -- client RPCs; service_role also the operator functions and the status
 -- and in_flight views; the database owner (pg_database_owner, e.g. Supabase's postgres)
 -- provisions the tables it owns, changes settings and runs the operator
--- functions.  Every bookkeeping table and internal helper stays private to
+-- functions; the monitoring views are for pg_monitor too (the predefined
+-- role a metrics exporter's login is granted), with health() for
+-- service_role and the database owner.  Every bookkeeping table and internal helper stays private to
 -- the extension owner.
 -- ---------------------------------------------------------------------------
 REVOKE ALL ON ALL TABLES IN SCHEMA kizunasync FROM PUBLIC, anon, authenticated;
 REVOKE ALL ON ALL SEQUENCES IN SCHEMA kizunasync FROM PUBLIC, anon, authenticated;
 REVOKE ALL ON ALL ROUTINES IN SCHEMA kizunasync FROM PUBLIC, anon, authenticated;
-GRANT USAGE ON SCHEMA kizunasync TO authenticated, service_role, pg_database_owner;
+GRANT USAGE ON SCHEMA kizunasync TO authenticated, service_role, pg_database_owner, pg_monitor;
 
 GRANT EXECUTE ON FUNCTION
 	kizunasync.pull(jsonb, text, integer, integer, uuid),
@@ -37,3 +39,12 @@ GRANT SELECT ON kizunasync.status TO service_role, pg_database_owner;
 -- the in_flight view calls its function as the reader
 GRANT EXECUTE ON FUNCTION kizunasync._in_flight() TO service_role, pg_database_owner;
 GRANT SELECT ON kizunasync.in_flight TO service_role, pg_database_owner;
+-- monitoring (issue 31, decisions/0060): the views call their functions
+-- as the reader
+GRANT EXECUTE ON FUNCTION kizunasync._in_flight(), kizunasync._settings() TO pg_monitor;
+GRANT EXECUTE ON FUNCTION kizunasync._settings() TO service_role, pg_database_owner;
+GRANT SELECT ON kizunasync.in_flight, kizunasync.in_flight_metrics, kizunasync.metrics, kizunasync.table_metrics,
+	kizunasync.bookkeeping_metrics, kizunasync.retention_metrics TO pg_monitor;
+GRANT SELECT ON kizunasync.in_flight_metrics, kizunasync.metrics, kizunasync.table_metrics,
+	kizunasync.bookkeeping_metrics, kizunasync.retention_metrics TO service_role, pg_database_owner;
+GRANT EXECUTE ON FUNCTION kizunasync.health() TO service_role, pg_database_owner;

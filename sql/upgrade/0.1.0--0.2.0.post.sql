@@ -26,18 +26,9 @@ $upgrade$;
 -- ---------------------------------------------------------------------------
 ALTER TABLE kizunasync.synced_tables ENABLE ALWAYS TRIGGER kizunasync_conf_changed;
 ALTER EVENT TRIGGER kizunasync_on_sql_drop ENABLE ALWAYS;
-
--- ---------------------------------------------------------------------------
--- 5. Bucket labels (decisions/0013, issue 32): 0.1.0 recorded a bucket value
--- under its rendering's ->> text, so 1 and 1.0 were two buckets and the json
--- string "1" and the number 1 one.  Every changelog entry, tombstone and
--- bucket grant of a bucketed table gets the canonical label of its value,
--- in place (seqs kept, cursors stay valid), computed from the bookkeeping
--- alone (src/relabel.c: no type's code runs).  Warnings name the tables
--- whose devices may need to bootstrap again, or a repair_table.  The
--- function exists for this update only.
--- ---------------------------------------------------------------------------
-CREATE FUNCTION kizunasync._upgrade_relabel() RETURNS bigint
-	AS 'MODULE_PATHNAME', 'kz_upgrade_relabel' LANGUAGE C;
-SELECT kizunasync._upgrade_relabel();
-DROP FUNCTION kizunasync._upgrade_relabel();
+-- and the trigger that moves rows of a 0.1.0 dump restored later
+-- (sql/src/05_entries.sql)
+CREATE TRIGGER kizunasync_restore_claim
+	AFTER INSERT ON kizunasync.synced_tables
+	FOR EACH STATEMENT EXECUTE FUNCTION kizunasync._restore_claim();
+ALTER TABLE kizunasync.synced_tables ENABLE ALWAYS TRIGGER kizunasync_restore_claim;

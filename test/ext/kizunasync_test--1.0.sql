@@ -96,6 +96,10 @@ BEGIN
 	RETURN NEW;
 END
 $$;
+-- (in place of the extension's own INSTEAD OF INSERT, which holds the rows
+-- of a 0.1.0 dump until their synced table is restored, src/migrate.c)
+DROP TRIGGER kizunasync_restore_row ON kizunasync.changelog;
+DROP TRIGGER kizunasync_restore_row ON kizunasync.tombstones;
 CREATE TRIGGER entry_write INSTEAD OF INSERT OR UPDATE OR DELETE ON kizunasync.changelog
 	FOR EACH ROW EXECUTE FUNCTION kizunasync_test.entry_write();
 CREATE TRIGGER entry_write INSTEAD OF INSERT OR UPDATE OR DELETE ON kizunasync.tombstones

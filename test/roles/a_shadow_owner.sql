@@ -2,13 +2,13 @@
 -- owner, through the provisioning and operator functions 0060 gives it.
 -- db: kz_roles_a_owned
 -- owner: kz_r_a_dbo
--- plan: 13
+-- plan: 15
 --
 -- kz_r_a_dbo owns the database and its table public.o_t.  In a first
 -- session it creates the table (before any shadow exists); in a second one
 -- it plants every shadow (gen_names.py) and calls sync_table, the status
--- view, configure, repair_table, resync_bucket, the retention functions, schedule_jobs and
--- unsync_table: each must work (decisions/0060, "Who may do what"), and
+-- view, configure, repair_table, resync_bucket, the retention functions, schedule_jobs,
+-- health(), the monitoring views and unsync_table: each must work (decisions/0060, "Who may do what"), and
 -- none may run its code as a superuser or the extension owner.  One session
 -- for all calls: there is one database owner.
 \set ON_ERROR_STOP 1
@@ -49,6 +49,13 @@ SELECT kzt.expect(:'SQLSTATE', '00000', 'A dbo: prune_clients() succeeds', :'LAS
 SET kzt.action = 'dbo schedule_jobs';
 SELECT kizunasync.schedule_jobs() IS NOT NULL AS done \gset
 SELECT kzt.expect(:'SQLSTATE', '00000', 'A dbo: schedule_jobs() succeeds', :'LAST_ERROR_MESSAGE');
+SET kzt.action = 'dbo health';
+SELECT count(*) AS n FROM kizunasync.health() \gset
+SELECT kzt.expect(:'SQLSTATE', '00000', 'A dbo: health() succeeds', :'LAST_ERROR_MESSAGE');
+SET kzt.action = 'dbo monitoring views';
+SELECT count(*) AS n FROM kizunasync.metrics, kizunasync.table_metrics, kizunasync.in_flight_metrics,
+	kizunasync.bookkeeping_metrics, kizunasync.retention_metrics \gset
+SELECT kzt.expect(:'SQLSTATE', '00000', 'A dbo: SELECT from the monitoring views succeeds', :'LAST_ERROR_MESSAGE');
 SET kzt.action = 'dbo unsync_table';
 SELECT kizunasync.unsync_table('public.o_t') IS NULL AS done \gset
 SELECT kzt.expect(:'SQLSTATE', '00000', 'A dbo: unsync_table of its own table succeeds', :'LAST_ERROR_MESSAGE');

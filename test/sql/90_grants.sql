@@ -50,3 +50,18 @@ SELECT l.lanname, p.prosecdef, count(*) AS functions
   JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
   JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'kizunasync'
  GROUP BY 1, 2 ORDER BY 1, 2;
+-- pg_monitor, the predefined role a metrics exporter's login is granted
+-- (README "Monitoring", decisions/0060): the monitoring views and the
+-- functions they call as their reader, nothing else.
+SELECT has_schema_privilege('pg_monitor', 'kizunasync', 'USAGE') AS monitor_usage,
+       has_schema_privilege('pg_monitor', 'kizunasync', 'CREATE') AS monitor_create;
+SELECT c.oid::regclass::text AS monitor_may_select
+  FROM pg_class c
+  JOIN pg_depend d ON d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.deptype = 'e'
+  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'kizunasync'
+ WHERE has_table_privilege('pg_monitor', c.oid, 'SELECT') ORDER BY 1;
+SELECT p.oid::regprocedure::text AS monitor_may_execute
+  FROM pg_proc p
+  JOIN pg_depend d ON d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e'
+  JOIN pg_extension e ON e.oid = d.refobjid AND e.extname = 'kizunasync'
+ WHERE has_function_privilege('pg_monitor', p.oid, 'EXECUTE') ORDER BY 1;

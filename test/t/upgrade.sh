@@ -82,7 +82,7 @@ ledger_narrow() {
 # the content of the given schemas; a NULL column is left out, so a column
 # a version adds compares equal to its absence
 contents() {
-	q "$1" -v schemas="$2" -f "$T_DIR/contents.sql" | python3 -c '
+	q "$1" -v schemas="$2" ${3:+-v views="$3"} -f "$T_DIR/contents.sql" | python3 -c '
 import json, sys
 for line in sys.stdin:
     name, _, rest = line.rstrip("\n").partition(" ")
@@ -178,6 +178,24 @@ label_rows() {
 	q "$1" -c "SELECT 'entry ' || table_name || ' ' || pk || ' ' || coalesce(bucket_value, '<null>') FROM kizunasync.changelog WHERE table_name LIKE 'lab\_%'
 		UNION ALL SELECT 'tombstone ' || table_name || ' ' || pk || ' ' || bucket_value FROM kizunasync.tombstones WHERE table_name LIKE 'lab\_%'
 		UNION ALL SELECT 'grant ' || table_name || ' ' || bucket_value FROM kizunasync.bucket_grants WHERE table_name LIKE 'lab\_%' ORDER BY 1"
+}
+
+# contents() of a database of this version in the layout of 0.1.0's tables:
+# changelog and tombstones are views of the entries since 0.2.0
+# (decisions/0092), read through them, and the entries and bucket labels
+# they read and the synced tables' numbers are left out
+contents_as_tables() {
+	contents "$1" kizunasync changelog,tombstones |
+		grep -v '^kizunasync.entries \|^kizunasync.buckets \|^kizunasync.synced_tables_id_seq ' |
+		python3 -c '
+import json, sys
+for line in sys.stdin:
+    name, _, rest = line.rstrip("\n").partition(" ")
+    if name == "kizunasync.synced_tables":
+        row = json.loads(rest)
+        row.pop("id", None)
+        rest = json.dumps(row, sort_keys=True)
+    print(name, rest)' | LC_ALL=C sort
 }
 
 # ---------------------------------------------------------------- releases
@@ -381,10 +399,11 @@ CREATE TEMP TABLE kz_rows (r kizunasync.changelog);"
 	# compared by effect: their rows may legitimately be normalized; the
 	# verdict ledger is narrowed, decisions/0033, and compared by what a
 	# replay reads)
-	contents $OLD kizunasync > "$O/after.bookkeeping"
+	contents_as_tables $OLD > "$O/after.bookkeeping"
 	# (the bucket-label tables' labels change: checked below)
-	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|^kizunasync.verdicts \|"table_name": "lab_' "$O/before.bookkeeping" > "$O/before.bookkeeping.kept"
-	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|^kizunasync.verdicts \|"table_name": "lab_' "$O/after.bookkeeping" > "$O/after.bookkeeping.kept"
+	# (retention_runs is new in 0.2.0 and starts empty: issue 31, decisions/0003)
+	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|^kizunasync.verdicts \|^kizunasync.retention_runs\|"table_name": "lab_' "$O/before.bookkeeping" | LC_ALL=C sort > "$O/before.bookkeeping.kept"
+	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|^kizunasync.verdicts \|^kizunasync.retention_runs\|"table_name": "lab_' "$O/after.bookkeeping" | LC_ALL=C sort > "$O/after.bookkeeping.kept"
 	check_same "$L: the update keeps every bookkeeping row and sequence (settings, reap_state and verdicts aside)" \
 		"$O/before.bookkeeping.kept" "$O/after.bookkeeping.kept"
 	ledger_narrow $OLD > "$O/after.verdicts" 2>&1
@@ -468,9 +487,9 @@ SQL
 	# left out here and judged by its effect below)
 	# (its ledger rows keep the verdict in the $from form, their narrow
 	# columns NULL, which contents() leaves out)
-	contents $REF kizunasync | grep -v '^kizunasync.conflict_journal_id_seq ' > "$O/old.bookkeeping"
-	contents kz_t_up_olddump kizunasync 2> "$O/old-restored.bookkeeping.err" |
-		grep -v '^kizunasync.conflict_journal_id_seq ' > "$O/old-restored.bookkeeping"
+	contents $REF kizunasync | grep -v '^kizunasync.conflict_journal_id_seq ' | LC_ALL=C sort > "$O/old.bookkeeping"
+	contents_as_tables kz_t_up_olddump 2> "$O/old-restored.bookkeeping.err" |
+		grep -v '^kizunasync.conflict_journal_id_seq \|^kizunasync.retention_runs' > "$O/old-restored.bookkeeping"
 	check_same "$L: the $from dump, restored into $DEFAULT: every bookkeeping row and change_seq equal" "$O/old.bookkeeping" "$O/old-restored.bookkeeping"
 	check "$L: ... its verdicts are kept in the $from form (verdict jsonb, server_row NULL)" \
 		"$(q kz_t_up_olddump -c "SELECT count(*) > 0 AND bool_and(verdict IS NOT NULL AND server_row IS NULL) FROM kizunasync.verdicts")" t
