@@ -184,6 +184,9 @@ CREATE INDEX entries_pair_idx ON kizunasync.entries (bucket, seq);
 CREATE INDEX entries_key_idx ON kizunasync.entries (tid, key, bucket);
 -- The tombstones in seq order, for the reap's walks (src/entry_reap.c).
 CREATE INDEX entries_tomb_idx ON kizunasync.entries (seq) WHERE kind = 'd';
+-- Each table's rows and tombstones, as ANALYZE estimates them together
+-- (kizunasync.table_metrics, sql/src/56_monitoring.sql).
+CREATE STATISTICS kizunasync.entries_tid_kind (mcv) ON tid, kind FROM kizunasync.entries;
 
 -- Rows of changelog and tombstones from a dump taken on 0.1.0, restored
 -- before the synced table they belong to (pg_dump writes table data in name

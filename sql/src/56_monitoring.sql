@@ -59,19 +59,23 @@ SELECT s.starelid AS relid,
 COMMENT ON VIEW kizunasync._column_stats IS
   'internal: ANALYZE''s most common values of the bookkeeping''s columns, for the monitoring views'' estimates';
 
--- Per synced table.  The entries (decisions/0092) hold both kinds: a
--- table's share of them (its id among entries.tid's statistics) times the
--- share of the kind, as the planner estimates "tid = id AND kind = k"
--- (independent columns).
+-- Per synced table.  The entries (decisions/0092) hold both kinds: the
+-- share of (tid, kind) = (id, k) in the multivariate most-common-values
+-- list ANALYZE keeps for the pair (the statistics object
+-- kizunasync.entries_tid_kind); a table not in that list (more tables than
+-- the statistics target keeps) gets the share of its id times that of the
+-- kind, as the planner estimates independent columns.
 CREATE OR REPLACE VIEW kizunasync.table_metrics AS
 SELECT c.table_name COLLATE "default" AS table_name,
 	   c.relid AS relation,
 	   CASE WHEN pg_catalog.pg_stat_get_live_tuples('kizunasync.entries'::pg_catalog.regclass) OPERATOR(pg_catalog.=) 0 THEN 0
 	   ELSE pg_catalog.round(pg_catalog.pg_stat_get_live_tuples('kizunasync.entries'::pg_catalog.regclass)
-				OPERATOR(pg_catalog.*) t.share OPERATOR(pg_catalog.*) k.rows)::pg_catalog.int8 END AS entries,
+				OPERATOR(pg_catalog.*) CASE WHEN m.listed THEN m.rows
+											ELSE t.share OPERATOR(pg_catalog.*) k.rows END)::pg_catalog.int8 END AS entries,
 	   CASE WHEN pg_catalog.pg_stat_get_live_tuples('kizunasync.entries'::pg_catalog.regclass) OPERATOR(pg_catalog.=) 0 THEN 0
 	   ELSE pg_catalog.round(pg_catalog.pg_stat_get_live_tuples('kizunasync.entries'::pg_catalog.regclass)
-				OPERATOR(pg_catalog.*) t.share OPERATOR(pg_catalog.*) k.tombs)::pg_catalog.int8 END AS tombstones,
+				OPERATOR(pg_catalog.*) CASE WHEN m.listed THEN m.tombs
+											ELSE t.share OPERATOR(pg_catalog.*) k.tombs END)::pg_catalog.int8 END AS tombstones,
 	   COALESCE(c.tombstone_ttl_days,
 				(kizunasync._settings() OPERATOR(pg_catalog.->>) 'tombstone_ttl_days')::pg_catalog.int4) AS tombstone_ttl_days
   FROM kizunasync.synced_tables c
@@ -83,7 +87,16 @@ SELECT c.table_name COLLATE "default" AS table_name,
 							COALESCE(st.freqs[pg_catalog.array_position(st.vals, 'd')], st.other_share) AS tombs
 					   FROM kizunasync._column_stats st
 					  WHERE st.relid OPERATOR(pg_catalog.=) 'kizunasync.entries'::pg_catalog.regclass
-						AND st.column_name OPERATOR(pg_catalog.=) 'kind') k ON true;
+						AND st.column_name OPERATOR(pg_catalog.=) 'kind') k ON true
+  CROSS JOIN LATERAL (SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 AS listed,
+							 COALESCE(pg_catalog.sum(i.frequency) FILTER (WHERE i."values"[2] OPERATOR(pg_catalog.=) 'r'), 0) AS rows,
+							 COALESCE(pg_catalog.sum(i.frequency) FILTER (WHERE i."values"[2] OPERATOR(pg_catalog.=) 'd'), 0) AS tombs
+						FROM pg_catalog.pg_statistic_ext x
+						JOIN pg_catalog.pg_statistic_ext_data xd ON xd.stxoid OPERATOR(pg_catalog.=) x.oid
+					   CROSS JOIN LATERAL pg_catalog.pg_mcv_list_items(xd.stxdmcv) i
+					   WHERE x.stxrelid OPERATOR(pg_catalog.=) 'kizunasync.entries'::pg_catalog.regclass
+						 AND x.stxname OPERATOR(pg_catalog.=) 'entries_tid_kind' AND NOT xd.stxdinherit
+						 AND i."values"[1] OPERATOR(pg_catalog.=) c.id::pg_catalog.text) m;
 COMMENT ON VIEW kizunasync.table_metrics IS
   'per synced table: estimated changelog entries and tombstones (NULL before the first ANALYZE), the tombstone TTL in days';
 

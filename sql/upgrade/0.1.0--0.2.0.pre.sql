@@ -482,6 +482,7 @@ DROP TABLE kizunasync.tombstones;
 CREATE INDEX entries_pair_idx ON kizunasync.entries (bucket, seq);
 CREATE INDEX entries_key_idx ON kizunasync.entries (tid, key, bucket);
 CREATE INDEX entries_tomb_idx ON kizunasync.entries (seq) WHERE kind = 'd';
+CREATE STATISTICS kizunasync.entries_tid_kind (mcv) ON tid, kind FROM kizunasync.entries;
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.buckets', '');
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.entries', '');
 ANALYZE kizunasync.entries, kizunasync.buckets;
