@@ -299,20 +299,14 @@ kz_entry_row_seq_exists(int64 seq)
 	return found;
 }
 
-int64
-kz_entry_bucket_max_seq(const KzTableConf *conf, int64 bucket)
+/* The one int8 a max() query returns, 0 for NULL (read_only: SPI's). */
+static int64
+entry_read_max(const char *sql, int nargs, Oid *types, Datum *values, bool read_only)
 {
-	Oid			types[2] = {INT8OID, INT4OID};
-	Datum		values[2];
 	bool		isnull = true;
 	int64		top = 0;
 
-	values[0] = Int64GetDatum(bucket);
-	values[1] = Int32GetDatum(conf->id);
-	if (kz_spi_priv("SELECT pg_catalog.max(seq) FROM kizunasync.entries"
-					" WHERE bucket OPERATOR(pg_catalog.=) $1 AND tid OPERATOR(pg_catalog.=) $2"
-					" AND kind OPERATOR(pg_catalog.=) 'r'",
-					2, types, values, NULL, false, 1, SPI_OK_SELECT) > 0)
+	if (kz_spi_priv(sql, nargs, types, values, NULL, read_only, 1, SPI_OK_SELECT) > 0)
 	{
 		Datum		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 
@@ -321,6 +315,27 @@ kz_entry_bucket_max_seq(const KzTableConf *conf, int64 bucket)
 	}
 	SPI_freetuptable(SPI_tuptable);
 	return top;
+}
+
+int64
+kz_entry_max_tombstone_seq(void)
+{
+	/* entries_tomb_idx read backward: one index probe */
+	return entry_read_max("SELECT pg_catalog.max(seq) FROM kizunasync.entries"
+						  " WHERE kind OPERATOR(pg_catalog.=) 'd'", 0, NULL, NULL, false);
+}
+
+int64
+kz_entry_bucket_max_seq(const KzTableConf *conf, int64 bucket)
+{
+	Oid			types[2] = {INT8OID, INT4OID};
+	Datum		values[2];
+
+	values[0] = Int64GetDatum(bucket);
+	values[1] = Int32GetDatum(conf->id);
+	return entry_read_max("SELECT pg_catalog.max(seq) FROM kizunasync.entries"
+						  " WHERE bucket OPERATOR(pg_catalog.=) $1 AND tid OPERATOR(pg_catalog.=) $2"
+						  " AND kind OPERATOR(pg_catalog.=) 'r'", 2, types, values, false);
 }
 
 /* ----------------------------------------------------------- retention */

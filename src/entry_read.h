@@ -111,6 +111,9 @@ extern int	kz_entry_bucket_rows(const KzTableConf *conf, int64 bucket, int64 aft
 /* Is there a row entry with this seq?  Inside SPI. */
 extern bool kz_entry_row_seq_exists(int64 seq);
 
+/* The highest seq of a tombstone, 0 when there is none. */
+extern int64 kz_entry_max_tombstone_seq(void);
+
 /* The highest seq of a row entry of one bucket of conf, or 0.  Inside SPI. */
 extern int64 kz_entry_bucket_max_seq(const KzTableConf *conf, int64 bucket);
 

@@ -231,9 +231,7 @@ typedef struct RetentionWalks
 } RetentionWalks;
 
 #define RETENTION_WALKS_SQL \
-	"SELECT w.t, w.s, w.s OPERATOR(pg_catalog.>) (GREATEST(q.last_value," \
-	"         (SELECT pg_catalog.max(x.seq) FROM kizunasync.entries x" \
-	"           WHERE x.kind OPERATOR(pg_catalog.=) 'd')) OPERATOR(pg_catalog.+) 1)" \
+	"SELECT w.t, w.s, w.s OPERATOR(pg_catalog.>) (GREATEST(q.last_value, $1) OPERATOR(pg_catalog.+) 1)" \
 	"  FROM kizunasync.reap_state r" \
 	"  CROSS JOIN LATERAL ROWS FROM (pg_catalog.unnest(r.walk_ttl_days)," \
 	"                                pg_catalog.unnest(r.walk_seqs)) AS w(t, s)," \
@@ -250,7 +248,9 @@ typedef struct RetentionWalks
 static void
 retention_walks_load(RetentionWalks *w)
 {
-	uint64		n = kz_spi_priv(RETENTION_WALKS_SQL, 0, NULL, NULL, NULL, false, 0, SPI_OK_SELECT);
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(kz_entry_max_tombstone_seq())};
+	uint64		n = kz_spi_priv(RETENTION_WALKS_SQL, 1, types, values, NULL, false, 0, SPI_OK_SELECT);
 	uint64		i;
 
 	w->n = (int) n;
