@@ -49,6 +49,7 @@
 #include "access/tableam.h"
 #include "access/visibilitymap.h"
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/tuptable.h"
@@ -288,6 +289,22 @@ kz_entry_bucket(int32 tid, const char *label, bool create)
 	return number;
 }
 
+/* ------------------------------------------------------------ layout */
+
+void
+kz_entry_check_layout(void)
+{
+	Oid			nsp = get_namespace_oid(KZ_SCHEMA, true);
+
+	if (OidIsValid(nsp) && !OidIsValid(get_relname_relid(ENTRIES, nsp)))
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("the SQL objects of extension \"kizunasync\" are older than its library"),
+				 errdetail("The bookkeeping has no table %s.%s: it is in the layout of release 0.2.0 or older.",
+						   KZ_SCHEMA, ENTRIES),
+				 errhint("Run ALTER EXTENSION kizunasync UPDATE.")));
+}
+
 /* ----------------------------------------------------------- the write */
 
 void
@@ -295,6 +312,7 @@ kz_entry_writer_open(KzEntryWriter *w)
 {
 	int			i;
 
+	kz_entry_check_layout();
 	kz_bk_open(&w->t, ENTRIES);
 	w->key_index = kz_bk_index(&w->t, ENTRIES_KEY_IDX);
 	w->first = palloc0(sizeof(bool) * Max(w->t.nindexes, 1));

@@ -53,6 +53,14 @@ extern PGDLLEXPORT int64 kz_entry_bucket_number(int32 tid, const char *label);
  */
 extern int64 kz_entry_bucket(int32 tid, const char *label, bool create);
 
+/*
+ * Refuse (55000, hint: update) when the database's SQL objects are those of
+ * a release without the entries (0.2.0 and older): this library can neither
+ * read nor write their bookkeeping.  Every entry point and the write path
+ * call it first; it costs two catalog cache lookups.
+ */
+extern void kz_entry_check_layout(void);
+
 /* The heap relation of the entries, for a caller that locks an entry by TID. */
 extern Oid	kz_entry_relid(void);
 

@@ -28,7 +28,7 @@ inner() {
 	export PATH=/usr/lib/postgresql/17/bin:/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 LC_ALL=C.UTF-8 HOME=/root
 	rm -rf /kz/build; mkdir -p /kz/build
 	tar -C /kz/src --exclude=./test/out --exclude='*.o' --exclude='*.so' --exclude='*.bc' \
-		--exclude='sql/kizunasync--0.2.0.sql' -cf - . | tar -C /kz/build -xf -
+		$(sed -n "s/^\(sql\/kizunasync--.*\)$/--exclude=\1/p" /kz/src/.gitignore) -cf - . | tar -C /kz/build -xf -
 	rm -rf "/tmp/kizunasync-$PORT"
 	cd /kz/build
 	local rc=0

@@ -72,11 +72,14 @@ case ", $dep," in *", libjansson4 "*|*", libjansson4,"*) ok "Depends names the j
 files=$(dpkg-deb -c "$deb" | awk '{print $6}' | sed 's,^\./,/,')
 ext=/usr/share/postgresql/$MAJOR/extension lib=/usr/lib/postgresql/$MAJOR/lib
 missing=""
-for f in "$lib/kizunasync.so" "$ext/kizunasync.control" "$ext/kizunasync--$VERSION.sql" \
-	"$ext/kizunasync--0.1.0.sql" "$ext/kizunasync--0.1.0--$VERSION.sql"; do
+# every script: the frozen ones of the releases, the $VERSION install
+# script and the upgrade to $VERSION that make builds (decisions/0080)
+scripts=$( (cd "$SRC/sql" && ls kizunasync--*.sql; cd upgrade && ls ./*.pre.sql) |
+	sed -e 's,^\./\(.*\)\.pre\.sql$,kizunasync--\1.sql,' | sort -u)
+for f in "$lib/kizunasync.so" "$ext/kizunasync.control" "$ext/kizunasync--$VERSION.sql" $(printf "$ext/%s\n" $scripts); do
 	printf '%s\n' "$files" | grep -qxF "$f" || missing="$missing $f"
 done
-check "the package installs the library, the control file, the $VERSION and 0.1.0 install scripts and the 0.1.0--$VERSION upgrade" "$missing" ""
+check "the package installs the library, the control file, the $VERSION install script and every release's and upgrade script ($(echo $scripts | tr '\n' ' '))" "$missing" ""
 check "the package installs nothing of kizunasync_test" "$(printf '%s\n' "$files" | grep kizunasync_test || true)" ""
 other=$(printf '%s\n' "$files" | grep -vE "^/(\$|usr/\$|usr/(lib|share)/\$|usr/lib/postgresql/|usr/share/postgresql/|usr/share/doc/)" || true)
 check "the package installs nothing outside PostgreSQL's directories and its doc" "$other" ""

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck disable=SC2028  # echo prints psql backslash commands literally
 # Upgrade from every released version (issue 12 item 2).  For each frozen
-# release script sql/kizunasync--X.Y.Z.sql (today: 0.1.0), with the release's
+# release script sql/kizunasync--X.Y.Z.sql (today: 0.1.0 and 0.2.0), with the release's
 # own library (built from its commit, test/t/releases, in a private copy of
 # the PostgreSQL installation with a cluster of its own):
 #   1. kz_t_up_old: CREATE EXTENSION kizunasync VERSION 'X.Y.Z', then the
@@ -79,6 +79,31 @@ ledger_narrow() {
 		server_row, coalesce(user_id, '-'), coalesce(reason, '-'), coalesce(table_name, '-'), coalesce(pk, '-'))
 		FROM kizunasync.verdicts ORDER BY mutation_id"
 }
+# What differs between the releases this script updates from:
+# - legacy (0.1.0): the ledger keeps the verdict as jsonb; bucket values
+#   were labelled by their ->> text (the label history applies); entry
+#   points in SQL, SECURITY DEFINER, which this library refuses;
+# - refused: a database still at the release's SQL objects is refused by
+#   this library (55000, hint to update) rather than served;
+# - the update's drops: what another role's temporary objects may depend
+#   on (eve_sql creates three such objects in her session; eve_dropped is
+#   how many of them the update from the release drops, each with a
+#   WARNING).
+legacy() { [ "$1" = 0.1.0 ]; }
+refused() { [ "$1" = 0.1.0 ] || [ "$1" = 0.2.0 ]; }	# 0.2.0: no entries (decisions/0092)
+eve_sql() {
+	if legacy "$1"; then
+		echo "CREATE TEMP VIEW kz_probe AS SELECT kizunasync._key_type_ok('int4') AS ok;"
+	else
+		echo "CREATE TEMP VIEW kz_probe AS SELECT kizunasync.cursor_parse('0') AS ok;"
+	fi
+	echo "CREATE TEMP VIEW kz_peek AS SELECT pk FROM kizunasync.changelog;
+CREATE TEMP TABLE kz_rows (r kizunasync.changelog);"
+}
+# (from 0.2.0 the update drops the tables changelog and tombstones: her view
+# over one and her table of its row type)
+eve_dropped() { if legacy "$1"; then echo 3; else echo 2; fi; }
+
 # the content of the given schemas; a NULL column is left out, so a column
 # a version adds compares equal to its absence
 contents() {
@@ -308,6 +333,7 @@ for from in $releases; do
 		continue
 	fi
 	ok "$L: the history builds on $from ($(q $OLD -c "SELECT count(*) FROM kzt.calls") requests)"
+	if legacy "$from"; then
 	label_history > "$O/labels-$from.sql"
 	if ! q $OLD -f "$O/labels-$from.sql" > "$O/labels-$from.out" 2>&1; then
 		notok "$L: the bucket-label history builds on $from" "$(grep -m 3 'ERROR\|FATAL' "$O/labels-$from.out")"
@@ -317,8 +343,9 @@ for from in $releases; do
 		"$(grep -c '^ln: 1={"v": "a", "id": 1, "grp": 1} 2=' "$O/labels-$from.out")" 2
 	label_rows $OLD > "$O/labels.before"
 	checks_before=$(q $OLD -c "SELECT last_value FROM lab.checks")
+	fi
 	contents $OLD kizunasync > "$O/before.bookkeeping"
-	ledger_of_release $OLD > "$O/before.verdicts" 2>&1
+	if legacy "$from"; then ledger_of_release $OLD; else ledger_narrow $OLD; fi > "$O/before.verdicts" 2>&1
 	for twin in $REF $PENDING; do
 		dropdb --if-exists --force $twin >/dev/null 2>&1
 		createdb -T $OLD $twin && T_DBS+=("$twin")
@@ -331,9 +358,10 @@ for from in $releases; do
 	release_swap
 	check "$L: an update path exists ($(q $OLD -c "SELECT coalesce(path, 'none') FROM pg_extension_update_paths('kizunasync') WHERE source = '$from' AND target = '$DEFAULT'"))" \
 		"$(q $OLD -c "SELECT path IS NOT NULL FROM pg_extension_update_paths('kizunasync') WHERE source = '$from' AND target = '$DEFAULT'")" t
-	# a database not updated yet: the library refuses its 0.1.0 entry points
+	# a database not updated yet: the library refuses 0.1.0's entry points
 	# (their SECURITY DEFINER declarations would run it as the extension
-	# owner) and says what to do; nothing is written
+	# owner) and any release's without the entries (0.2.0: it cannot read
+	# their bookkeeping), says what to do, and writes nothing
 	contents $PENDING kizunasync > "$O/pending.before"
 	{ echo "\\set ON_ERROR_STOP 0"
 	  echo "SET ROLE authenticated;"
@@ -343,9 +371,14 @@ for from in $releases; do
 	  echo "SELECT kizunasync.push(batch => '{\"mutations\": []}', last_mutation_id => NULL, schema_version => 1);"
 	} | psql -X -q -d $PENDING > "$O/pending.out" 2>&1
 	contents $PENDING kizunasync > "$O/pending.after"
+	if refused "$from"; then
 	check "$L: a database not updated yet refuses pull and push (55000) with a hint to update" \
 		"$(grep -c '^ERROR:  55000: the SQL objects of extension "kizunasync" are older than its library' "$O/pending.out") $(grep -c '^HINT:  .*ALTER EXTENSION kizunasync UPDATE' "$O/pending.out")" "2 2"
 	check_same "$L: the refused calls wrote nothing" "$O/pending.before" "$O/pending.after"
+	else
+	check "$L: a database not updated yet is served: pull and push answer (its SQL objects are this library's)" \
+		"$(grep -c '^ERROR' "$O/pending.out") $(grep -c '"cursor"' "$O/pending.out")" "0 1"
+	fi
 
 	# objects of other roles over the extension's, present during the update
 	# (issue 29 item 7): an operator's monitoring view over the status view
@@ -362,9 +395,7 @@ for from in $releases; do
 	monitor() { psql -X -q -A -t -U $UP_OPER -d $OLD -c "SELECT string_agg(concat_ws(' ', table_name, sync_mode, changelog_entries, tombstones), ', ' ORDER BY table_name) FROM public.kz_monitor" 2>&1; }
 	monitor > "$O/monitor.before"
 	sess_open eve $OLD $UP_EVE
-	sess_send eve "CREATE TEMP VIEW kz_probe AS SELECT kizunasync._key_type_ok('int4') AS ok;
-CREATE TEMP VIEW kz_peek AS SELECT pk FROM kizunasync.changelog;
-CREATE TEMP TABLE kz_rows (r kizunasync.changelog);"
+	sess_send eve "$(eve_sql "$from")"
 	sess_sync eve
 	eve_temps() { q $OLD -c "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname ~ '^pg_temp_' AND c.relowner = '$UP_EVE'::regrole AND c.relname ~ '^kz_'"; }
 	check "$L: before the update, the operator's view over kizunasync.status answers, and $UP_EVE's session holds its 3 temporary objects" \
@@ -380,7 +411,7 @@ CREATE TEMP TABLE kz_rows (r kizunasync.changelog);"
 	sess_send eve "SELECT 'eve still connected';"
 	sess_sync eve
 	check "$L: the update dropped $UP_EVE's temporary objects over internal objects, naming each in a WARNING; her session lives on" \
-		"$(eve_temps) $(grep -c '^WARNING:  dropping temporary .* (owner '"$UP_EVE"')' "$O/update-$from.log") $(grep -c '^eve still connected$' "$T_OUT/sess.eve.out")" "0 3 1"
+		"$(eve_temps) $(grep -c '^WARNING:  dropping temporary .* (owner '"$UP_EVE"')' "$O/update-$from.log") $(grep -c '^eve still connected$' "$T_OUT/sess.eve.out")" "$((3 - $(eve_dropped "$from"))) $(eve_dropped "$from") 1"
 	sess_close eve
 
 	appdb $NEW
@@ -420,6 +451,7 @@ CREATE TEMP TABLE kz_rows (r kizunasync.changelog);"
 		"$(q $OLD -c "SELECT kizunasync.configure(max_pull_scan => 4500) ->> 'max_pull_scan'" 2>&1 | head -n 1) $(q $OLD -c "SELECT kizunasync.configure(max_pull_scan => 5000) ->> 'max_pull_scan'" 2>&1 | head -n 1)" \
 		"4500 5000"
 
+	if legacy "$from"; then
 	# bucket labels: canonical, in place, the update's warnings, no domain check
 	label_rows $OLD > "$O/labels.after"
 	check "$L: the update relabels the bookkeeping of the bucket-label tables in place (- $from, + $DEFAULT; the string reading of grant 7 added)" \
@@ -434,6 +466,7 @@ CREATE TEMP TABLE kz_rows (r kizunasync.changelog);"
 		"1 1 1 1"
 	check "$L: the update ran no domain check (the writes of the history did: $checks_before)" \
 		"$(q $OLD -c "SELECT last_value FROM lab.checks")" "$checks_before"
+	fi
 
 	# devices continue as they would have on the release library; A4, a
 	# paused bootstrap of a registered client, is expired by the update
@@ -444,6 +477,7 @@ CREATE TEMP TABLE kz_rows (r kizunasync.changelog);"
 	continue_checks "$L" $REF "release $from's library" $OLD
 	T_EXPIRED=
 
+	if legacy "$from"; then
 	# bucket labels, after the devices above (these writes move the
 	# global high-water their cursors are compared by)
 	cat > "$O/labels-after.sql" <<'SQL'
@@ -460,6 +494,7 @@ SQL
 	check "$L: after the update, a bootstrap of {\"grp\": 1} and {\"grp\": \"2.5\"} gets rows 1 and 2; device ln continues from its 0.1.0 cursor (v = a3, the new row 1.000); lj receives the tombstone of the string \"7\" (its grant of label 7 covers it); a jsonb string \"42\" read as the number 42 is found again after repair_table" \
 		"$(tr '\n' ';' < "$O/labels-after.out")" \
 		'fresh: 1={"v": "a2", "id": 1, "grp": 1.0} 2={"v": "b", "id": 2, "grp": 2.50};ln: 1={"v": "a3", "id": 1, "grp": 1.0} 2={"v": "b", "id": 2, "grp": 2.50} 4={"v": "d", "id": 4, "grp": 1.000};lj: 1={"g": "acme", "id": 1};j42: (nothing);j42: 4={"g": "42", "id": 4};'
+	fi
 
 	# the upgraded database round-trips through a strict dump/restore
 	newdb kz_t_up_restored
@@ -491,8 +526,13 @@ SQL
 	contents_as_tables kz_t_up_olddump 2> "$O/old-restored.bookkeeping.err" |
 		grep -v '^kizunasync.conflict_journal_id_seq \|^kizunasync.retention_runs' > "$O/old-restored.bookkeeping"
 	check_same "$L: the $from dump, restored into $DEFAULT: every bookkeeping row and change_seq equal" "$O/old.bookkeeping" "$O/old-restored.bookkeeping"
+	if legacy "$from"; then
 	check "$L: ... its verdicts are kept in the $from form (verdict jsonb, server_row NULL)" \
 		"$(q kz_t_up_olddump -c "SELECT count(*) > 0 AND bool_and(verdict IS NOT NULL AND server_row IS NULL) FROM kizunasync.verdicts")" t
+	else
+	check "$L: ... its verdicts are kept (narrow form)" \
+		"$(q kz_t_up_olddump -c "SELECT count(*) > 0 AND bool_and(verdict IS NULL AND server_row IS NOT NULL) FROM kizunasync.verdicts")" t
+	fi
 	{ replay_sql kz_t_up_olddump p03; replay_sql kz_t_up_olddump p06; } | run_sql kz_t_up_olddump "$O/old-restored.replays"
 	check "$L: ... and replay as recorded" \
 		"$(grep -v '^replay [a-z0-9]*: ' "$O/old-restored.replays" | tr '\n' ';')$(head -c 300 "$O/old-restored.replays.err")" \

@@ -6,7 +6,9 @@
 # 0.1.0's PL/pgSQL SECURITY DEFINER functions (sync_table, unsync_table,
 # schedule_jobs) resolve types and relations in the caller's pg_temp first:
 # an attacker's temporary domain ran its CHECK as the superuser extension
-# owner.  For every released version in test/t/releases:
+# owner.  For every released version in test/t/releases that declares a
+# SQL-language SECURITY DEFINER function (0.1.0; for any other that it
+# declares none is checked):
 #   a. control: on a database left as it is, in a session that has not
 #      loaded this library, the attack works (the detector can fail; this is
 #      what scripts/harden-0.1.0.sql closes);
@@ -73,11 +75,28 @@ $call" | cut -c1-5
 }
 SCHEDULE="SET ROLE service_role; SELECT kizunasync.schedule_jobs();"
 
+# The window exists for a release whose SQL objects include a SQL-language
+# SECURITY DEFINER function (0.1.0); a later release declares none, which
+# is checked here on its install, and its update is tested by upgrade.sh.
 grep -v '^#' "$T_DIR/releases" | while read -r ver _; do
 	[ -n "$ver" ] || continue
 	echo "$ver"
-done > "$T_OUT/versions"
-[ -s "$T_OUT/versions" ] || bail "no released version in $T_DIR/releases"
+done > "$T_OUT/releases"
+[ -s "$T_OUT/releases" ] || bail "no released version in $T_DIR/releases"
+: > "$T_OUT/versions"
+while read -r VER; do
+	PDB=kz_t_uw_probe
+	dropdb --if-exists --force $PDB >/dev/null 2>&1
+	newdb $PDB && q $PDB -f "$T_ROOT/test/setup/standins.sql" >/dev/null &&
+		q $PDB -c "CREATE EXTENSION kizunasync VERSION '$VER'" >/dev/null || bail "cannot install $VER with the current files"
+	n=$(q $PDB -c "SELECT count(*) FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
+		WHERE p.pronamespace = 'kizunasync'::regnamespace AND p.prosecdef AND l.lanname NOT IN ('c', 'internal')")
+	if [ "$n" = 0 ]; then
+		ok "$VER declares no SQL-language SECURITY DEFINER function: no upgrade window to attack"
+	else
+		echo "$VER" >> "$T_OUT/versions"
+	fi
+done < "$T_OUT/releases"
 
 while read -r VER; do
 	OLD=kz_t_uw_${VER//./_}
