@@ -1,25 +1,25 @@
 /*-------------------------------------------------------------------------
  *
  * migrate.c
- *	  Bookkeeping of the layout before the entries (0.1.0: the tables
+ *	  Bookkeeping of the layout before the entries (0.1.0 and 0.2.0: the tables
  *	  changelog and tombstones) moved into the entries (decisions/0092).
  *
- *	  The update from 0.1.0 (sql/upgrade/0.1.0--0.2.0.pre.sql) moves them in
+ *	  The update from 0.2.0 (sql/upgrade/0.2.0--0.3.0.pre.sql) moves them in
  *	  one statement each, encoding each row key and bucket label as the
  *	  write path does with two functions that exist only while it runs:
  *
  *	  kizunasync._upgrade_entry_key(table_name text, pk text) RETURNS bytea
  *	  kizunasync._upgrade_bucket(tid integer, label text) RETURNS bigint
  *
- *	  A dump taken on 0.1.0 restores into this version: pg_dump writes the
- *	  rows of changelog and tombstones, read-only views now, as COPY into
- *	  them, and before those of synced_tables (it orders table data by
- *	  name).  Their INSTEAD OF trigger (kz_restore_row) holds each row in
+ *	  A dump taken on 0.1.0 or 0.2.0 restores into this version: pg_dump
+ *	  writes the rows of changelog and tombstones, read-only views now, as
+ *	  COPY into them, and before those of synced_tables (it orders table
+ *	  data by name).  Their INSTEAD OF trigger (kz_restore_row) holds each row in
  *	  kizunasync.restore_held; kz_restore_claim, a statement trigger on the
  *	  views and on synced_tables, moves every held row whose table is synced
  *	  into the entries, as the update would.  A held row of a table the
- *	  dump does not sync stays held, as the update drops it: no pull can
- *	  ask for it (the README's upgrade notes say how to look).
+ *	  dump does not sync stays held (the update drops such rows): no pull
+ *	  can ask for it (the README's upgrade notes say where to look).
  *
  *	  None of them runs any code but PostgreSQL's and the library's own: key
  *	  types come from the catalog, not from casting the text.
@@ -69,7 +69,7 @@ kz_upgrade_bucket(PG_FUNCTION_ARGS)
 										   text_to_cstring(PG_GETARG_TEXT_PP(1))));
 }
 
-/* ------------------------------------------------- restoring a 0.1.0 dump */
+/* ------------------------------------------- restoring an older release's dump */
 
 /* The value of column name of the trigger's new row (isnull when missing). */
 static Datum

@@ -188,7 +188,7 @@ CREATE INDEX entries_tomb_idx ON kizunasync.entries (seq) WHERE kind = 'd';
 -- (kizunasync.table_metrics, sql/src/56_monitoring.sql).
 CREATE STATISTICS kizunasync.entries_tid_kind (mcv) ON tid, kind FROM kizunasync.entries;
 
--- Rows of changelog and tombstones from a dump taken on 0.1.0, restored
+-- Rows of changelog and tombstones from a dump taken on 0.1.0 or 0.2.0, restored
 -- before the synced table they belong to (pg_dump writes table data in name
 -- order): held here until its synced_tables row arrives (src/migrate.c).
 -- Empty otherwise, and never dumped.

@@ -38,7 +38,7 @@ SELECT e.seq,
  WHERE e.kind OPERATOR(pg_catalog.=) 'd';
 COMMENT ON VIEW kizunasync.tombstones IS 'the tombstones: deleted rows, and rows moved out of a bucket (decisions/0092)';
 
--- A dump taken on 0.1.0 holds the rows of changelog and tombstones, tables
+-- A dump taken on 0.1.0 or 0.2.0 holds the rows of changelog and tombstones, tables
 -- then: pg_dump writes them as COPY into these views, which the triggers
 -- turn into entries (src/migrate.c): each row is held until its synced
 -- table's row is restored too, then moved (statement triggers here and on
@@ -49,9 +49,9 @@ CREATE OR REPLACE FUNCTION kizunasync._restore_row() RETURNS trigger
 CREATE OR REPLACE FUNCTION kizunasync._restore_claim() RETURNS trigger
 	AS 'MODULE_PATHNAME', 'kz_restore_claim' LANGUAGE C;
 COMMENT ON FUNCTION kizunasync._restore_row() IS
-  'internal: holds a row of a 0.1.0 dump restored into the changelog or tombstones view';
+  'internal: holds a row of an older release''s dump restored into the changelog or tombstones view';
 COMMENT ON FUNCTION kizunasync._restore_claim() IS
-  'internal: moves held rows of a 0.1.0 dump into the entries once their synced table is restored';
+  'internal: moves held rows of an older release''s dump into the entries once their synced table is restored';
 CREATE OR REPLACE TRIGGER kizunasync_restore_row INSTEAD OF INSERT ON kizunasync.changelog
 	FOR EACH ROW EXECUTE FUNCTION kizunasync._restore_row();
 CREATE OR REPLACE TRIGGER kizunasync_restore_claim AFTER INSERT ON kizunasync.changelog

@@ -9,7 +9,7 @@ CREATE TRIGGER kizunasync_conf_changed
 	AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON kizunasync.synced_tables
 	FOR EACH STATEMENT EXECUTE FUNCTION kizunasync._conf_changed();
 ALTER TABLE kizunasync.synced_tables ENABLE ALWAYS TRIGGER kizunasync_conf_changed;
--- rows of a 0.1.0 dump held until their synced table is restored (05_entries.sql)
+-- rows of an older release's dump held until their synced table is restored (05_entries.sql)
 CREATE TRIGGER kizunasync_restore_claim
 	AFTER INSERT ON kizunasync.synced_tables
 	FOR EACH STATEMENT EXECUTE FUNCTION kizunasync._restore_claim();

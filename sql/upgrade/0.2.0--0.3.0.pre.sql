@@ -121,7 +121,7 @@ $kz$;
 
 -- The grants are made again at the end, in the order of a fresh install
 -- (an ACL lists its grantees in the order they were granted).
-REVOKE ALL ON ALL ROUTINES IN SCHEMA kizunasync FROM authenticated, service_role;
+REVOKE ALL ON ALL ROUTINES IN SCHEMA kizunasync FROM authenticated, service_role, pg_database_owner, pg_monitor;
 
 -- ---------------------------------------------------------------------------
 -- 1. The extension's views over changelog and tombstones read nothing until

@@ -97,7 +97,7 @@ BEGIN
 END
 $$;
 -- (in place of the extension's own INSTEAD OF INSERT, which holds the rows
--- of a 0.1.0 dump until their synced table is restored, src/migrate.c)
+-- of an older release's dump until their synced table is restored, src/migrate.c)
 DROP TRIGGER kizunasync_restore_row ON kizunasync.changelog;
 DROP TRIGGER kizunasync_restore_row ON kizunasync.tombstones;
 CREATE TRIGGER entry_write INSTEAD OF INSERT OR UPDATE OR DELETE ON kizunasync.changelog

@@ -95,7 +95,7 @@ eve_sql() {
 	if legacy "$1"; then
 		echo "CREATE TEMP VIEW kz_probe AS SELECT kizunasync._key_type_ok('int4') AS ok;"
 	else
-		echo "CREATE TEMP VIEW kz_probe AS SELECT kizunasync.cursor_parse('0') AS ok;"
+		echo "CREATE TEMP VIEW kz_probe AS SELECT (kizunasync.cursor_parse('0')).start AS ok;"
 	fi
 	echo "CREATE TEMP VIEW kz_peek AS SELECT pk FROM kizunasync.changelog;
 CREATE TEMP TABLE kz_rows (r kizunasync.changelog);"
@@ -522,7 +522,7 @@ SQL
 	# left out here and judged by its effect below)
 	# (its ledger rows keep the verdict in the $from form, their narrow
 	# columns NULL, which contents() leaves out)
-	contents $REF kizunasync | grep -v '^kizunasync.conflict_journal_id_seq ' | LC_ALL=C sort > "$O/old.bookkeeping"
+	contents $REF kizunasync | grep -v '^kizunasync.conflict_journal_id_seq \|^kizunasync.retention_runs' | LC_ALL=C sort > "$O/old.bookkeeping"
 	contents_as_tables kz_t_up_olddump 2> "$O/old-restored.bookkeeping.err" |
 		grep -v '^kizunasync.conflict_journal_id_seq \|^kizunasync.retention_runs' > "$O/old-restored.bookkeeping"
 	check_same "$L: the $from dump, restored into $DEFAULT: every bookkeeping row and change_seq equal" "$O/old.bookkeeping" "$O/old-restored.bookkeeping"
