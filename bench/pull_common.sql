@@ -1,6 +1,8 @@
 -- Shared set-up of the pull benchmarks (bench/pull_floor, bench/pull_scale).
--- A synced table whose bookkeeping is what capture records for a row
--- insert: one changelog entry per row, labelled with its bucket value.
+-- A synced table whose bookkeeping is what kizunasync.sync_table records
+-- for the rows a table already holds: one row entry per row, in the bucket
+-- of its owner (the benchmarks never write the bookkeeping themselves, so
+-- they measure whatever layout the entry module has).
 \set ON_ERROR_STOP 1
 SET client_min_messages = warning;
 CREATE EXTENSION IF NOT EXISTS kizunasync;
@@ -11,10 +13,12 @@ GRANT USAGE ON SCHEMA bench TO authenticated;
 CREATE OR REPLACE FUNCTION bench.make_table(tname text, nrows int, nowners int) RETURNS void
 LANGUAGE plpgsql AS $f$
 BEGIN
+	IF to_regclass(format('bench.%I', tname)) IS NOT NULL
+	   AND EXISTS (SELECT 1 FROM kizunasync.synced_tables WHERE table_name = tname) THEN
+		PERFORM kizunasync.unsync_table(format('bench.%I', tname)::regclass);
+	END IF;
 	EXECUTE format('DROP TABLE IF EXISTS bench.%I', tname);
-	DELETE FROM kizunasync.changelog WHERE table_name = tname;
 	DELETE FROM kizunasync.bucket_grants WHERE table_name = tname;
-	DELETE FROM kizunasync.synced_tables WHERE table_name = tname;
 	EXECUTE format('CREATE TABLE bench.%I (id bigint PRIMARY KEY, owner_id uuid NOT NULL, title text,'
 				   ' done boolean, updated_at timestamptz, n numeric)', tname);
 	EXECUTE format('ALTER TABLE bench.%I ENABLE ROW LEVEL SECURITY', tname);
@@ -23,12 +27,10 @@ BEGIN
 	EXECUTE format('INSERT INTO bench.%I SELECT i, bench.owner(i %% %s), ''title '' || i, i %% 2 = 0,'
 				   ' ''2026-01-01''::timestamptz + i * interval ''1 second'', i / 7.0'
 				   ' FROM generate_series(1, %s) i', tname, nowners, nrows);
-	INSERT INTO kizunasync.synced_tables (table_name, relid, bucket_column)
-	VALUES (tname, format('bench.%I', tname)::regclass, 'owner_id');
-	EXECUTE format('INSERT INTO kizunasync.changelog SELECT nextval(''kizunasync.change_seq''), %L,'
-				   ' id::text, owner_id::text FROM bench.%I ORDER BY id', tname, tname);
+	PERFORM kizunasync.sync_table(format('bench.%I', tname)::regclass,
+								  bucket_column => 'owner_id', table_name => tname);
 	EXECUTE format('ANALYZE bench.%I', tname);
-	ANALYZE kizunasync.changelog;
+	ANALYZE kizunasync.entries;
 END $f$;
 
 CREATE OR REPLACE FUNCTION bench.owner(i int) RETURNS uuid LANGUAGE sql IMMUTABLE AS $f$

@@ -73,13 +73,15 @@ kz_bk_open(KzBkTable *t, const char *name)
 	t->nindexes = list_length(ids);
 	t->indexes = palloc(sizeof(Relation) * Max(t->nindexes, 1));
 	t->infos = palloc(sizeof(IndexInfo *) * Max(t->nindexes, 1));
+	t->partial = palloc(sizeof(bool) * Max(t->nindexes, 1));
 	foreach(lc, ids)
 	{
 		t->indexes[i] = index_open(lfirst_oid(lc), RowExclusiveLock);
 		t->infos[i] = BuildIndexInfo(t->indexes[i]);
-		if (t->infos[i]->ii_Expressions != NIL || t->infos[i]->ii_Predicate != NIL)
+		if (t->infos[i]->ii_Expressions != NIL)
 			elog(ERROR, "bookkeeping index \"%s\" has expressions",
 				 RelationGetRelationName(t->indexes[i]));
+		t->partial[i] = t->infos[i]->ii_Predicate != NIL;
 		i++;
 	}
 	list_free(ids);
@@ -278,6 +280,9 @@ kz_bk_insert_first(KzBkTable *t, Datum *values, bool *nulls, const bool *first, 
 
 		if (!first[i])
 			continue;
+		if (t->partial[i])
+			elog(ERROR, "bookkeeping index \"%s\" is partial: not inserted first",
+				 RelationGetRelationName(t->indexes[i]));
 
 		/*
 		 * UNIQUE_CHECK_PARTIAL never waits and never fails: a key some
@@ -297,7 +302,8 @@ kz_bk_insert_first(KzBkTable *t, Datum *values, bool *nulls, const bool *first, 
 }
 
 void
-kz_bk_insert_rest(KzBkTable *t, HeapTuple tup, const bool *first, bool deferred)
+kz_bk_insert_rest(KzBkTable *t, HeapTuple tup, const bool *first, const bool *skip,
+				  bool deferred)
 {
 	int			i;
 
@@ -309,6 +315,11 @@ kz_bk_insert_rest(KzBkTable *t, HeapTuple tup, const bool *first, bool deferred)
 		IndexInfo  *info = t->infos[i];
 		IndexUniqueCheck check;
 
+		if (t->partial[i] && skip == NULL)
+			elog(ERROR, "bookkeeping index \"%s\" is partial: its predicate is the caller's",
+				 RelationGetRelationName(t->indexes[i]));
+		if (skip != NULL && skip[i])
+			continue;
 		if (!first[i])
 			check = info->ii_Unique ? UNIQUE_CHECK_YES : UNIQUE_CHECK_NO;
 		else if (deferred && info->ii_Unique)

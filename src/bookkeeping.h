@@ -28,6 +28,7 @@ typedef struct KzBkTable
 	int			nindexes;
 	Relation   *indexes;
 	IndexInfo **infos;
+	bool	   *partial;		/* a partial index: its predicate is the caller's to apply */
 	TupleTableSlot *slot;
 } KzBkTable;
 
@@ -81,9 +82,12 @@ extern HeapTuple kz_bk_insert_first(KzBkTable *t, Datum *values, bool *nulls,
 
 /*
  * The rest of the insert of tup: the indexes not in first (unique checks
- * may wait for another transaction and fail with 23505), and, when
- * deferred, the unique checks of those in first.  Frees tup.
+ * may wait for another transaction and fail with 23505), but those in skip
+ * (a partial index whose predicate tup fails: the caller applies it; NULL
+ * when t has none), and, when deferred, the unique checks of those in
+ * first.  Frees tup.
  */
-extern void kz_bk_insert_rest(KzBkTable *t, HeapTuple tup, const bool *first, bool deferred);
+extern void kz_bk_insert_rest(KzBkTable *t, HeapTuple tup, const bool *first, const bool *skip,
+							  bool deferred);
 
 #endif							/* KZ_BOOKKEEPING_H */

@@ -174,9 +174,11 @@ void
 kz_capture_tombstone_change(KzChange *ch, const KzTableConf *conf, const KzImage *img)
 {
 	ch->op = 'd';
+	ch->tid = conf->id;
+	ch->key_type = conf->nkeys == 1 ? conf->key_types[0] : InvalidOid;
 	ch->table_name = conf->table_name;
 	ch->pk = img->pk;
-	ch->bucket_value = img->bucket ? img->bucket : "";
+	ch->bucket_value = img->bucket;	/* NULL for a NULL value: never delivered */
 	ch->snapshot = capture_bucket_snapshot(conf, img);
 	ch->row_xmin = InvalidTransactionId;
 }
@@ -186,6 +188,8 @@ kz_capture_entry_change(KzChange *ch, const KzTableConf *conf, const KzImage *im
 						TransactionId row_xmin)
 {
 	ch->op = 'u';
+	ch->tid = conf->id;
+	ch->key_type = conf->nkeys == 1 ? conf->key_types[0] : InvalidOid;
 	ch->table_name = conf->table_name;
 	ch->pk = img->pk;
 	ch->bucket_value = img->bucket;

@@ -6,7 +6,7 @@
  * The tuplestore is created in TopTransactionContext under the top
  * transaction's resource owner, so a subtransaction's end neither frees
  * its memory nor closes its files; the transaction's end does both.  Its
- * rows are (op, row_xmin, subid, table_name, pk, bucket_value, snapshot),
+ * rows are (op, row_xmin, subid, table_name, pk, bucket_value, snapshot, tid, key_type),
  * all of built-in types: forming and reading them runs no code but
  * PostgreSQL's.
  *
@@ -54,7 +54,7 @@
 
 #include "capture_spill.h"
 
-#define SPILL_NATTS 7
+#define SPILL_NATTS		9
 
 typedef struct SpillMark
 {
@@ -95,6 +95,8 @@ spill_open(void)
 	TupleDescInitEntry(spill_desc, 5, "pk", TEXTOID, -1, 0);
 	TupleDescInitEntry(spill_desc, 6, "bucket_value", TEXTOID, -1, 0);
 	TupleDescInitEntry(spill_desc, 7, "snapshot", TEXTOID, -1, 0);
+	TupleDescInitEntry(spill_desc, 8, "tid", INT4OID, -1, 0);
+	TupleDescInitEntry(spill_desc, 9, "key_type", OIDOID, -1, 0);
 	spill_store = tuplestore_begin_heap(false, false, work_mem);
 	/* a read that an error interrupted starts again (kz_spill_rewind) */
 	tuplestore_set_eflags(spill_store, EXEC_FLAG_REWIND);
@@ -129,6 +131,8 @@ kz_spill_append(const KzChange *change, SubTransactionId subid)
 	values[4] = spill_text_or_null(change->pk, &nulls[4]);
 	values[5] = spill_text_or_null(change->bucket_value, &nulls[5]);
 	values[6] = spill_text_or_null(change->snapshot, &nulls[6]);
+	values[7] = Int32GetDatum(change->tid);
+	values[8] = ObjectIdGetDatum(change->key_type);
 	tup = heap_form_tuple(spill_desc, values, nulls);
 	CurrentResourceOwner = TopTransactionResourceOwner;
 	PG_TRY();
@@ -304,6 +308,8 @@ kz_spill_next(KzChange *change, SubTransactionId *subid, MemoryContext cxt)
 		change->pk = spill_cstring(5, cxt);
 		change->bucket_value = spill_cstring(6, cxt);
 		change->snapshot = spill_cstring(7, cxt);
+		change->tid = DatumGetInt32(slot_getattr(spill_slot, 8, &isnull));
+		change->key_type = DatumGetObjectId(slot_getattr(spill_slot, 9, &isnull));
 		return true;
 	}
 }

@@ -41,6 +41,7 @@
 #include "utils/snapmgr.h"
 
 #include "bookkeeping.h"
+#include "entry.h"
 #include "horizon.h"
 #include "identity.h"
 
@@ -91,18 +92,6 @@ horizon_tuple_state(HeapTupleHeader htup, Snapshot snap)
 	return st;
 }
 
-static KzEntryState
-horizon_slot_state(TupleTableSlot *slot, Snapshot snap)
-{
-	bool		should_free;
-	HeapTuple	tup = ExecFetchSlotHeapTuple(slot, false, &should_free);
-	KzEntryState st = horizon_tuple_state(tup->t_data, snap);
-
-	if (should_free)
-		heap_freetuple(tup);
-	return st;
-}
-
 typedef struct KzSeqList
 {
 	int64	   *v;
@@ -148,47 +137,28 @@ seqlist_sort_unique(KzSeqList *l)
 }
 
 /*
- * Walks the seq index of one bookkeeping table in one direction with
- * SnapshotAny, one seq at a time (all its tuple versions together).
+ * Walks the entries' seq index in one direction with SnapshotAny, one seq
+ * at a time (all its tuple versions together).
  */
 typedef struct SeqWalk
 {
-	Relation	heap;
-	Relation	index;
-	IndexScanDesc scan;
-	TupleTableSlot *slot;
-	ScanDirection dir;
+	KzEntryScan es;
 	Snapshot	snap;
-	bool		have_next;		/* a tuple of the next seq is in slot */
+	bool		have_next;		/* a tuple of the next seq is at hand */
 	int64		next_seq;
+	HeapTupleHeader next_htup;
 	int			seen;			/* index tuples visited */
 } SeqWalk;
 
 static void
-seqwalk_begin(SeqWalk *w, const char *table, const char *index, int64 lo, int64 hi,
-			  ScanDirection dir, Snapshot snap)
+seqwalk_begin(SeqWalk *w, int64 lo, int64 hi, ScanDirection dir, Snapshot snap)
 {
-	ScanKeyData key[2];
-
-	w->heap = table_open(kz_bk_relid(table), AccessShareLock);
-	w->index = index_open(kz_bk_relid(index), AccessShareLock);
-	w->slot = table_slot_create(w->heap, NULL);
-	w->dir = dir;
 	w->snap = snap;
 	w->seen = 0;
-	ScanKeyInit(&key[0], 1, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(lo));
-	ScanKeyInit(&key[1], 1, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(hi));
-	w->scan = index_beginscan(w->heap, w->index, SnapshotAny, 2, 0);
-	index_rescan(w->scan, key, 2, NULL, 0);
-	w->have_next = false;
-	if (lo <= hi && index_getnext_slot(w->scan, dir, w->slot))
-	{
-		bool		isnull;
-
-		w->have_next = true;
-		w->next_seq = DatumGetInt64(slot_getattr(w->slot, 1, &isnull));
+	kz_entry_scan_seqs(&w->es, lo, hi, dir);
+	w->have_next = lo <= hi && kz_entry_scan_next(&w->es, &w->next_seq, &w->next_htup);
+	if (w->have_next)
 		w->seen++;
-	}
 }
 
 /* The next seq and its state; false at the end of the range. */
@@ -202,24 +172,22 @@ seqwalk_next(SeqWalk *w, int64 *seq, KzEntryState *state)
 	*seq = w->next_seq;
 	for (;;)
 	{
-		bool		isnull;
 		int64		s;
 
 		if (st != KZ_ENTRY_PENDING)
 		{
-			KzEntryState t = horizon_slot_state(w->slot, w->snap);
+			KzEntryState t = horizon_tuple_state(w->next_htup, w->snap);
 
 			if (t > st)
 				st = t;
 		}
 		CHECK_FOR_INTERRUPTS();
-		if (!index_getnext_slot(w->scan, w->dir, w->slot))
+		if (!kz_entry_scan_next(&w->es, &s, &w->next_htup))
 		{
 			w->have_next = false;
 			break;
 		}
 		w->seen++;
-		s = DatumGetInt64(slot_getattr(w->slot, 1, &isnull));
 		if (s != *seq)
 		{
 			w->next_seq = s;
@@ -233,21 +201,18 @@ seqwalk_next(SeqWalk *w, int64 *seq, KzEntryState *state)
 static void
 seqwalk_end(SeqWalk *w)
 {
-	index_endscan(w->scan);
-	ExecDropSingleTupleTableSlot(w->slot);
-	index_close(w->index, NoLock);
-	table_close(w->heap, NoLock);
+	kz_entry_scan_end(&w->es);
 }
 
-/* Is seq s pending in one table (classified through its seq index)? */
+/* The state of seq s (classified through the seq index). */
 static KzEntryState
-horizon_seq_state(const char *table, const char *index, int64 s, Snapshot snap, bool *found)
+horizon_seq_state(int64 s, Snapshot snap, bool *found)
 {
 	SeqWalk		w;
 	int64		seq;
 	KzEntryState st = KZ_ENTRY_DEAD;
 
-	seqwalk_begin(&w, table, index, s, s, ForwardScanDirection, snap);
+	seqwalk_begin(&w, s, s, ForwardScanDirection, snap);
 	*found = seqwalk_next(&w, &seq, &st);
 	seqwalk_end(&w);
 	return st;
@@ -274,36 +239,11 @@ horizon_last_drawn(void)
 	return fcinfo->isnull ? 0 : DatumGetInt64(result);
 }
 
-/* The highest seq in one seq index whose tuple is in the heap, or 0. */
-static int64
-horizon_index_max(const char *table, const char *index)
-{
-	Relation	heap = table_open(kz_bk_relid(table), AccessShareLock);
-	Relation	idx = index_open(kz_bk_relid(index), AccessShareLock);
-	TupleTableSlot *slot = table_slot_create(heap, NULL);
-	IndexScanDesc scan = index_beginscan(heap, idx, SnapshotAny, 0, 0);
-	int64		result = 0;
-
-	index_rescan(scan, NULL, 0, NULL, 0);
-	if (index_getnext_slot(scan, BackwardScanDirection, slot))
-	{
-		bool		isnull;
-
-		result = DatumGetInt64(slot_getattr(slot, 1, &isnull));
-	}
-	index_endscan(scan);
-	ExecDropSingleTupleTableSlot(slot);
-	index_close(idx, NoLock);
-	table_close(heap, NoLock);
-	return result;
-}
-
 int64
 kz_horizon_high_water(int64 *last_drawn)
 {
 	int64		drawn = horizon_last_drawn();
-	int64		a = horizon_index_max("changelog", "changelog_pkey");
-	int64		b = horizon_index_max("tombstones", "tombstones_pkey");
+	int64		top = kz_entry_max_seq();
 
 	/*
 	 * Invariant S (stamp.c): a seq is drawn only inside the writers'
@@ -316,7 +256,7 @@ kz_horizon_high_water(int64 *last_drawn)
 	 */
 	if (last_drawn)
 		*last_drawn = drawn;
-	return Min(Max(a, b), drawn);
+	return Min(top, drawn);
 }
 
 /* ---------------------------------------------------------------- holes */
@@ -342,9 +282,7 @@ kz_horizon_recheck(const int64 *in_holes, int n_in_holes, int64 below, int64 L,
 
 		if (h < 1 || h >= below || (i > 0 && sorted[i - 1] == h))
 			continue;
-		if (horizon_seq_state("changelog", "changelog_pkey", h, snap, &found) == KZ_ENTRY_PENDING ||
-			(!found &&
-			 horizon_seq_state("tombstones", "tombstones_pkey", h, snap, &found) == KZ_ENTRY_PENDING))
+		if (horizon_seq_state(h, snap, &found) == KZ_ENTRY_PENDING)
 			seqlist_add(&holes, h);
 		else if (!found && h > L)
 		{
@@ -364,13 +302,12 @@ kz_horizon_recheck(const int64 *in_holes, int n_in_holes, int64 below, int64 L,
 }
 
 /*
- * Highest seq in (floor, L] of one bookkeeping table whose entry is
- * VISIBLE, or floor; scanning backwards from L.  Past the budget, answers
- * just below the lowest seq examined (nothing in [that, L] is visible).
+ * Highest seq in (floor, L] whose entry is VISIBLE, or floor; scanning
+ * backwards from L.  Past the budget, answers just below the lowest seq
+ * examined (nothing in [that, L] is visible).
  */
-static int64
-horizon_table_highest_visible(const char *table, const char *index, int64 floor, int64 L,
-							  Snapshot snap)
+int64
+kz_horizon_highest_visible(int64 floor, int64 L, Snapshot snap)
 {
 	SeqWalk		w;
 	int64		seq;
@@ -379,7 +316,7 @@ horizon_table_highest_visible(const char *table, const char *index, int64 floor,
 
 	if (L <= floor)
 		return floor;
-	seqwalk_begin(&w, table, index, floor + 1, L, BackwardScanDirection, snap);
+	seqwalk_begin(&w, floor + 1, L, BackwardScanDirection, snap);
 	while (seqwalk_next(&w, &seq, &st))
 	{
 		if (st == KZ_ENTRY_VISIBLE)
@@ -397,57 +334,33 @@ horizon_table_highest_visible(const char *table, const char *index, int64 floor,
 	return result;
 }
 
-int64
-kz_horizon_highest_visible(int64 floor, int64 L, Snapshot snap)
-{
-	int64		a = horizon_table_highest_visible("changelog", "changelog_pkey", floor, L, snap);
-	int64		b = horizon_table_highest_visible("tombstones", "tombstones_pkey", floor, L, snap);
-
-	return Max(a, b);
-}
-
 /*
  * Add to holes the pending seqs in [lo, hi] among the entries of one
- * (table, bucket value) pair, ascending, through an index on (table_name,
- * bucket_value, seq) with SnapshotAny; stop after limit of them.  A seq any
- * of whose tuple versions is pending is a hole, so versions need no
- * grouping here.
+ * (table, bucket value) pair, ascending, through the pair index with
+ * SnapshotAny; stop after limit of them.  A seq any of whose tuple
+ * versions is pending is a hole, so versions need no grouping here.
  */
 static void
-horizon_scan_pair(Relation heap, Relation index, TupleTableSlot *slot,
-				  const KzBucketPair *pair, int64 lo, int64 hi, Snapshot snap,
-				  int limit, KzSeqList *holes)
+horizon_scan_pair(const KzBucketPair *pair, int64 lo, int64 hi, Snapshot snap, int limit,
+				  KzSeqList *holes)
 {
-	IndexScanDesc scan;
-	ScanKeyData key[4];
+	KzEntryScan es;
+	int64		s;
+	HeapTupleHeader htup;
 	int			found = 0;
 
-	ScanKeyEntryInitialize(&key[0], 0, 1, BTEqualStrategyNumber, InvalidOid,
-						   index->rd_indcollation[0], F_TEXTEQ,
-						   CStringGetTextDatum(pair->table_name));
-	ScanKeyEntryInitialize(&key[1], 0, 2, BTEqualStrategyNumber, InvalidOid,
-						   index->rd_indcollation[1], F_TEXTEQ,
-						   CStringGetTextDatum(pair->bucket_value));
-	ScanKeyInit(&key[2], 3, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(lo));
-	ScanKeyInit(&key[3], 3, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(hi));
-	scan = index_beginscan(heap, index, SnapshotAny, 4, 0);
-	index_rescan(scan, key, 4, NULL, 0);
-
-	while (found < limit && index_getnext_slot(scan, ForwardScanDirection, slot))
+	kz_entry_scan_bucket(&es, pair->bucket, lo, hi);
+	while (found < limit && kz_entry_scan_next(&es, &s, &htup))
 	{
-		bool		isnull;
-
-		if (horizon_slot_state(slot, snap) == KZ_ENTRY_PENDING)
+		if (horizon_tuple_state(htup, snap) == KZ_ENTRY_PENDING)
 		{
-			int64		s = DatumGetInt64(slot_getattr(slot, 1, &isnull));
-
 			if (holes->n == 0 || holes->v[holes->n - 1] != s)
 				found++;
 			seqlist_add(holes, s);
 		}
 		CHECK_FOR_INTERRUPTS();
 	}
-	index_endscan(scan);
+	kz_entry_scan_end(&es);
 }
 
 /* The first limit pending seqs in [lo, hi] of the pairs, ascending. */
@@ -455,29 +368,15 @@ static void
 horizon_pair_holes(const KzBucketPair *pairs, int npairs, int64 lo, int64 hi,
 				   Snapshot snap, int limit, KzSeqList *holes)
 {
-	static const char *const rels[2][2] = {
-		{"changelog", "changelog_bucket_idx"},
-		{"tombstones", "tombstones_bucket_idx"}
-	};
-	int			r,
-				i;
+	int			i;
 
 	if (lo < 1)
 		lo = 1;
 	if (npairs <= 0 || lo > hi)
 		return;
-	for (r = 0; r < 2; r++)
-	{
-		Relation	heap = table_open(kz_bk_relid(rels[r][0]), AccessShareLock);
-		Relation	index = index_open(kz_bk_relid(rels[r][1]), AccessShareLock);
-		TupleTableSlot *slot = table_slot_create(heap, NULL);
-
-		for (i = 0; i < npairs; i++)
-			horizon_scan_pair(heap, index, slot, &pairs[i], lo, hi, snap, limit, holes);
-		ExecDropSingleTupleTableSlot(slot);
-		index_close(index, NoLock);
-		table_close(heap, NoLock);
-	}
+	for (i = 0; i < npairs; i++)
+		if (i == 0 || pairs[i].bucket != pairs[i - 1].bucket)
+			horizon_scan_pair(&pairs[i], lo, hi, snap, limit, holes);
 	seqlist_sort_unique(holes);
 	if (holes->n > limit)
 		holes->n = limit;
@@ -566,18 +465,17 @@ kz_horizon_settle(int64 in_hw, int64 pos, const int64 *in_pending, int n_in_pend
 /* ------------------------------------------------------------ reference */
 
 /*
- * Classify every seq in [lo, hi] of one table: pending ones go to holes,
- * and *max_visible rises to the highest visible one.
+ * Classify every seq in [lo, hi]: pending ones go to holes, and
+ * *max_visible rises to the highest visible one.
  */
 static void
-horizon_scan_range(const char *table, const char *index, int64 lo, int64 hi, Snapshot snap,
-				   KzSeqList *holes, int64 *max_visible)
+horizon_scan_range(int64 lo, int64 hi, Snapshot snap, KzSeqList *holes, int64 *max_visible)
 {
 	SeqWalk		w;
 	int64		seq;
 	KzEntryState st;
 
-	seqwalk_begin(&w, table, index, lo, hi, ForwardScanDirection, snap);
+	seqwalk_begin(&w, lo, hi, ForwardScanDirection, snap);
 	while (seqwalk_next(&w, &seq, &st))
 	{
 		if (st == KZ_ENTRY_PENDING)
@@ -612,8 +510,7 @@ kz_horizon_compute(int64 in_hw, const int64 *in_holes, int n_in_holes,
 		KzSeqList	fresh = {NULL, 0, 0};
 		int64		max_visible = in_hw;
 
-		horizon_scan_range("changelog", "changelog_pkey", in_hw + 1, L, snap, &fresh, &max_visible);
-		horizon_scan_range("tombstones", "tombstones_pkey", in_hw + 1, L, snap, &fresh, &max_visible);
+		horizon_scan_range(in_hw + 1, L, snap, &fresh, &max_visible);
 		hw = max_visible;
 		for (i = 0; i < fresh.n; i++)
 			if (fresh.v[i] < hw)

@@ -22,11 +22,13 @@ typedef struct KzHorizon
 	bool		lowered;		/* high_water is below the position asked for */
 } KzHorizon;
 
-/* A (table, bucket value) pair a pull asked for ('' for an unbucketed table). */
+/*
+ * A (table, bucket value) pair a pull asked for ('' for an unbucketed
+ * table), by the number its entries carry (entry.h).
+ */
 typedef struct KzBucketPair
 {
-	const char *table_name;
-	const char *bucket_value;
+	int64		bucket;
 } KzBucketPair;
 
 /*

@@ -23,6 +23,7 @@
 
 #include "bookkeeping.h"
 #include "capture_batch.h"
+#include "entry.h"
 #include "errors.h"
 #include "identity.h"
 
@@ -63,6 +64,7 @@ identity_entry_checks(FunctionCallInfo fcinfo, const char *fname, bool refuse_sr
 					  KzCaller *caller)
 {
 	identity_refuse_secdef(fcinfo->flinfo ? fcinfo->flinfo->fn_oid : InvalidOid);
+	kz_entry_check_layout();
 	if (refuse_sro && InSecurityRestrictedOperation())
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),

@@ -7,7 +7,7 @@
  *	  seqs in flight that cursors stop at or list as holes
  *	  (decisions/0010-sequencing.md, "Prepared transactions").
  *
- *	  Seqs in flight are entries of changelog and tombstones whose inserting
+ *	  Seqs in flight are entries (entry.h) whose inserting
  *	  transaction has not ended: the holes of every cursor that reaches
  *	  them.  Such an entry cannot lie on a page the visibility map marks
  *	  all-visible (an insert clears the bit, and only VACUUM sets it again,
@@ -49,6 +49,7 @@
 #include "utils/timestamp.h"
 
 #include "bookkeeping.h"
+#include "entry.h"
 #include "identity.h"
 #include "pgcompat.h"
 #include "spi.h"
@@ -104,66 +105,50 @@ in_flight_note(HTAB *holders, TransactionId xmin, int64 seq, const char *table)
 	h->tables = lappend(h->tables, pstrdup(table));
 }
 
-/* Read the pages of one bookkeeping table that may hold entries in flight. */
-static void
-in_flight_scan(const char *name, Snapshot snap, HTAB *holders)
+/* What the scan of the entries needs: the snapshot, the holders, table names by id. */
+typedef struct InFlightScan
 {
-	Relation	rel = table_open(kz_bk_relid(name), AccessShareLock);
-	TupleDesc	desc = RelationGetDescr(rel);
-	AttrNumber	seq_att = attnameAttNum(rel, "seq", false);
-	AttrNumber	table_att = attnameAttNum(rel, "table_name", false);
-	BufferAccessStrategy strategy = GetAccessStrategy(BAS_BULKREAD);
-	BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
-	Buffer		vmbuffer = InvalidBuffer;
-	BlockNumber blk;
+	Snapshot	snap;
+	HTAB	   *holders;
+	int			ntables;
+	int32	   *ids;
+	char	  **names;
+} InFlightScan;
 
-	for (blk = 0; blk < nblocks; blk++)
+static void
+in_flight_entry(void *arg, TransactionId xmin, int64 seq, int32 tid)
+{
+	InFlightScan *sc = arg;
+	const char *table = "?";
+	int			i;
+
+	if (!in_flight_running(xmin, sc->snap))
+		return;
+	for (i = 0; i < sc->ntables; i++)
+		if (sc->ids[i] == tid)
+			table = sc->names[i];
+	in_flight_note(sc->holders, xmin, seq, table);
+}
+
+/* The synced tables' ids and wire names (inside SPI). */
+static void
+in_flight_table_names(InFlightScan *sc)
+{
+	uint64		n = kz_spi_priv("SELECT id, table_name FROM kizunasync.synced_tables",
+								0, NULL, NULL, NULL, true, 0, SPI_OK_SELECT);
+	uint64		i;
+
+	sc->ntables = (int) n;
+	sc->ids = palloc(sizeof(int32) * Max(n, 1));
+	sc->names = palloc(sizeof(char *) * Max(n, 1));
+	for (i = 0; i < n; i++)
 	{
-		Buffer		buf;
-		Page		page;
-		OffsetNumber off,
-					maxoff;
+		bool		isnull;
 
-		CHECK_FOR_INTERRUPTS();
-		if (VM_ALL_VISIBLE(rel, blk, &vmbuffer))
-			continue;
-		buf = ReadBufferExtended(rel, MAIN_FORKNUM, blk, RBM_NORMAL, strategy);
-		LockBuffer(buf, BUFFER_LOCK_SHARE);
-		page = BufferGetPage(buf);
-		maxoff = PageIsNew(page) ? InvalidOffsetNumber : PageGetMaxOffsetNumber(page);
-		for (off = FirstOffsetNumber; off <= maxoff; off = OffsetNumberNext(off))
-		{
-			ItemId		lp = PageGetItemId(page, off);
-			HeapTupleData tup;
-			bool		isnull;
-			Datum		seq,
-						table;
-
-			if (!ItemIdIsNormal(lp))
-				continue;
-			tup.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-			tup.t_len = ItemIdGetLength(lp);
-			tup.t_tableOid = RelationGetRelid(rel);
-			ItemPointerSet(&tup.t_self, blk, off);
-			if (HeapTupleHeaderXminCommitted(tup.t_data) ||
-				HeapTupleHeaderXminInvalid(tup.t_data) ||
-				!in_flight_running(HeapTupleHeaderGetRawXmin(tup.t_data), snap))
-				continue;
-			seq = heap_getattr(&tup, seq_att, desc, &isnull);
-			if (isnull)
-				continue;
-			table = heap_getattr(&tup, table_att, desc, &isnull);
-			if (isnull)
-				continue;
-			in_flight_note(holders, HeapTupleHeaderGetRawXmin(tup.t_data), DatumGetInt64(seq),
-						   TextDatumGetCString(table));
-		}
-		UnlockReleaseBuffer(buf);
+		sc->ids[i] = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull));
+		sc->names[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
 	}
-	if (BufferIsValid(vmbuffer))
-		ReleaseBuffer(vmbuffer);
-	FreeAccessStrategy(strategy);
-	table_close(rel, AccessShareLock);
+	SPI_freetuptable(SPI_tuptable);
 }
 
 static int
@@ -252,6 +237,7 @@ in_flight_body(FunctionCallInfo fcinfo)
 	InFlightHolder *h;
 	InFlightHolder **sorted;
 	Snapshot	snap;
+	InFlightScan sc;
 	long		n = 0,
 				i;
 
@@ -264,8 +250,12 @@ in_flight_body(FunctionCallInfo fcinfo)
 	holders = hash_create("kizunasync in flight", 64, &ctl,
 						  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 	snap = RegisterSnapshot(GetLatestSnapshot());
-	in_flight_scan("changelog", snap, holders);
-	in_flight_scan("tombstones", snap, holders);
+	sc.snap = snap;
+	sc.holders = holders;
+	kz_spi_connect();
+	in_flight_table_names(&sc);
+	kz_spi_finish();
+	kz_entry_scan_unsettled(in_flight_entry, &sc);
 	UnregisterSnapshot(snap);
 
 	sorted = palloc(sizeof(InFlightHolder *) * Max(hash_get_num_entries(holders), 1));

@@ -12,6 +12,7 @@
 #include "utils/builtins.h"
 #include "utils/uuid.h"
 
+#include "entry_read.h"
 #include "journal.h"
 #include "jsonbutil.h"
 #include "spi.h"
@@ -129,14 +130,41 @@ kz_journal_record(const char *table_name, const char *pk, const char *mutation_i
 void
 kz_journal_winner_seq(const char *mutation_id)
 {
-	Oid			types[1] = {UUIDOID};
-	Datum		values[1];
+	Oid			types[4] = {UUIDOID, INT8OID, TEXTOID, TEXTOID};
+	Datum		values[4];
+	uint64		n;
+	uint64		i;
+	char	  **tables;
+	char	  **pks;
 
+	/* the rows the mutation's journal names, then each row's entry */
 	values[0] = DirectFunctionCall1(uuid_in, CStringGetDatum(mutation_id));
-	kz_spi_priv("UPDATE kizunasync.conflict_journal j SET winner_seq = c.seq"
-				" FROM kizunasync.changelog c"
-				" WHERE j.winner_mutation_id OPERATOR(pg_catalog.=) $1 AND j.winner_seq IS NULL"
-				" AND c.table_name OPERATOR(pg_catalog.=) j.table_name"
-				" AND c.pk OPERATOR(pg_catalog.=) j.pk",
-				1, types, values, NULL, false, 0, SPI_OK_UPDATE);
+	n = kz_spi_priv("SELECT DISTINCT table_name, pk FROM kizunasync.conflict_journal"
+					" WHERE winner_mutation_id OPERATOR(pg_catalog.=) $1 AND winner_seq IS NULL",
+					1, types, values, NULL, false, 0, SPI_OK_SELECT);
+	tables = palloc(sizeof(char *) * Max(n, 1));
+	pks = palloc(sizeof(char *) * Max(n, 1));
+	for (i = 0; i < n; i++)
+	{
+		tables[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
+		pks[i] = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 2);
+	}
+	SPI_freetuptable(SPI_tuptable);
+	for (i = 0; i < n; i++)
+	{
+		KzTableConf *conf = kz_tableconf_by_name(tables[i], true);
+		char	   *label;
+		TransactionId row_xmin;
+		int64		seq;
+
+		if (conf == NULL || !kz_entry_row_of(conf, pks[i], NULL, &label, &row_xmin, &seq))
+			continue;
+		values[1] = Int64GetDatum(seq);
+		values[2] = CStringGetTextDatum(tables[i]);
+		values[3] = CStringGetTextDatum(pks[i]);
+		kz_spi_priv("UPDATE kizunasync.conflict_journal SET winner_seq = $2"
+					" WHERE winner_mutation_id OPERATOR(pg_catalog.=) $1 AND winner_seq IS NULL"
+					" AND table_name OPERATOR(pg_catalog.=) $3 AND pk OPERATOR(pg_catalog.=) $4",
+					4, types, values, NULL, false, 0, SPI_OK_UPDATE);
+	}
 }

@@ -44,6 +44,7 @@
 #include "bookkeeping.h"
 #include "bucketlabel.h"
 #include "errors.h"
+#include "entry_read.h"
 #include "identity.h"
 #include "pgcompat.h"
 #include "reconcile.h"
@@ -373,12 +374,15 @@ provision_check_bucket_type(const SyncArgs *a, bool keeps_bucket)
 			 : errhint("Bucket by a column of another type, for example a text or numeric column generated from this one.")));
 }
 
-/* The bookkeeping rows of one table, all of them. */
+/*
+ * The bookkeeping rows of one table, all of them; before its synced_tables
+ * row goes (the entries are found by the id that row gives the table).
+ */
 static void
 provision_forget(const char *table_name)
 {
 	static const char *const tables[] = {
-		"changelog", "tombstones", "bucket_grants", "row_hlc", "conflict_journal"
+		"bucket_grants", "row_hlc", "conflict_journal"
 	};
 	Oid			types[1] = {TEXTOID};
 	Datum		values[1];
@@ -389,6 +393,7 @@ provision_forget(const char *table_name)
 		kz_spi_priv(psprintf("DELETE FROM kizunasync.%s WHERE table_name OPERATOR(pg_catalog.=) $1",
 							 tables[i]),
 					1, types, values, NULL, false, 0, SPI_OK_DELETE);
+	kz_entry_forget_table(table_name);
 }
 
 /*
@@ -664,10 +669,10 @@ provision_unsync_table_body(FunctionCallInfo fcinfo)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("table \"%s\" is not synced", get_rel_name(relid))));
 	provision_triggers(relid, false);
+	provision_forget(name);
 	values[0] = ObjectIdGetDatum(relid);
 	kz_spi_priv("DELETE FROM kizunasync.synced_tables WHERE relid OPERATOR(pg_catalog.=) $1",
 				1, types, values, NULL, false, 0, SPI_OK_DELETE);
-	provision_forget(name);
 	kz_spi_finish();
 	PG_RETURN_VOID();
 }
@@ -779,10 +784,10 @@ kz_on_sql_drop(PG_FUNCTION_ARGS)
 		Oid			types[1] = {TEXTOID};
 		Datum		values[1];
 
+		provision_forget(name);
 		values[0] = CStringGetTextDatum(name);
 		kz_spi_priv("DELETE FROM kizunasync.synced_tables WHERE table_name OPERATOR(pg_catalog.=) $1",
 					1, types, values, NULL, false, 0, SPI_OK_DELETE);
-		provision_forget(name);
 	}
 	kz_spi_finish();
 	PG_RETURN_NULL();

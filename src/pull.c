@@ -322,7 +322,7 @@ pull_walk(PullCall *pc, KzPullStream *s, PullPage *pg, bool *capped, bool *more)
 			KzCandidate *c = &batch[i];
 			KzPageEntry *e;
 			bool		in_scope;
-			bool		tomb = c->src->tombstones;
+			bool		tomb = c->tomb;
 
 			if (scanned >= pc->settings.max_pull_scan)
 			{
@@ -368,7 +368,7 @@ pull_walk(PullCall *pc, KzPullStream *s, PullPage *pg, bool *capped, bool *more)
 			e->table_name = c->src->table->conf->table_name;
 			e->pk = c->pk;
 			e->row = tomb ? NULL : c->row;
-			e->deleted_at = c->src->tombstones ? c->deleted_at : gone_at;
+			e->deleted_at = c->tomb ? c->deleted_at : gone_at;
 			if (!tomb)
 			{
 				pg->row_grants[pg->nrows] = c->src->granted ? NULL : c->src->label;

@@ -3,9 +3,9 @@
  * pull_stream.c
  *	  The candidate stream of a pull (pull_stream.h).
  *
- *	  Every bookkeeping read is an index range scan on (table_name,
- *	  bucket_value, seq) bounded by LIMIT, run in a privileged section; rows
- *	  are rendered as the caller, one statement per table per batch.
+ *	  Every bookkeeping read is a range scan of one pair's entries in seq
+ *	  order bounded by LIMIT (entry.c, in a privileged section); rows are
+ *	  rendered as the caller, one statement per table per batch.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,15 +17,12 @@
 #include "utils/builtins.h"
 
 #include "bucketlabel.h"
+#include "entry_read.h"
 #include "grants.h"
 #include "pull_stream.h"
 #include "render.h"
 #include "rowprobe.h"
 #include "spi.h"
-
-#define STREAM_WINDOW_COLS \
-	"seq, pk, %s, xmin FROM kizunasync.%s" \
-	" WHERE table_name OPERATOR(pg_catalog.=) $1 AND bucket_value OPERATOR(pg_catalog.=) $2"
 
 static int
 stream_cmp_candidate(const void *a, const void *b)
@@ -43,16 +40,15 @@ stream_cmp_candidate(const void *a, const void *b)
 }
 
 static void
-stream_add_source(KzPullStream *s, KzTableDesc *t, char *label, Jsonb *bj, bool tombstones,
-				  bool granted)
+stream_add_source(KzPullStream *s, KzTableDesc *t, char *label, Jsonb *bj, bool granted)
 {
 	KzPullSource *src = &s->sources[s->nsources++];
 
 	src->granted = granted;
 	src->table = t;
 	src->label = label;
+	src->bucket = kz_entry_bucket(t->conf->id, label, false);
 	src->bucket_json = bj;
-	src->tombstones = tombstones;
 	src->exhausted = false;
 }
 
@@ -66,7 +62,7 @@ kz_stream_init(KzPullStream *s, const KzPullTables *pt, const char *sub,
 	memset(s, 0, sizeof(*s));
 	s->window_pos = window_pos;
 	s->window_hi = window_hi;
-	s->sources = palloc0(sizeof(KzPullSource) * Max(pt->nscopes * 2, 1));
+	s->sources = palloc0(sizeof(KzPullSource) * Max(pt->nscopes, 1));
 	for (i = 0; i < pt->nscopes; i++)
 	{
 		KzScope    *sc = &pt->scopes[i];
@@ -94,9 +90,7 @@ kz_stream_init(KzPullStream *s, const KzPullTables *pt, const char *sub,
 		if (dup)
 			continue;
 		granted = sub != NULL && kz_grants_held(sub, c->table_name, label);
-		stream_add_source(s, sc->table, label, bj, false, granted);
-		if (granted)
-			stream_add_source(s, sc->table, label, bj, true, true);
+		stream_add_source(s, sc->table, label, bj, granted);
 	}
 }
 
@@ -108,159 +102,132 @@ kz_stream_pairs(const KzPullStream *s, KzBucketPair **pairs)
 
 	*pairs = palloc(sizeof(KzBucketPair) * Max(s->nsources, 1));
 	for (i = 0; i < s->nsources; i++)
-	{
-		if (s->sources[i].tombstones)
-			continue;			/* each pair has exactly one changelog source */
-		(*pairs)[n].table_name = s->sources[i].table->conf->table_name;
-		(*pairs)[n].bucket_value = s->sources[i].label;
-		n++;
-	}
+		(*pairs)[n++].bucket = s->sources[i].bucket;
 	return n;
 }
 
-static bool
-stream_snapshot_filter(const KzPullSource *src)
+/* The query of a source's entries: its rows, and its tombstones when granted. */
+static void
+stream_query(const KzPullSource *src, KzEntryQuery *q)
 {
-	return src->tombstones && src->table->conf->bucket_column != NULL;
+	const KzTableConf *c = src->table->conf;
+
+	memset(q, 0, sizeof(*q));
+	q->conf = c;
+	q->bucket = src->bucket;
+	q->tombs = src->granted;
+	if (c->bucket_column != NULL)
+	{
+		/* a tombstone matches on the bucket column's value, also null against '' */
+		q->snap_col = c->bucket_column;
+		q->snap_val = src->bucket_json;
+	}
 }
 
-/* Append the rows of the last SPI result to cands[*n ..]; returns rows added. */
-static int
-stream_collect(uint64 nrows, KzPullSource *src, KzCandidate *cands, int *n)
+/* Append entries rows[0 .. nrows-1] of src to cands[*n ..]. */
+static void
+stream_collect(const KzEntryRow *rows, int nrows, KzPullSource *src, KzCandidate *cands, int *n)
 {
-	SPITupleTable *tt = SPI_tuptable;
-	uint64		r;
+	int			r;
 
 	for (r = 0; r < nrows; r++)
 	{
-		HeapTuple	tup = tt->vals[r];
-		bool		isnull;
 		KzCandidate *c = &cands[*n];
 
-		c->seq = DatumGetInt64(SPI_getbinval(tup, tt->tupdesc, 1, &isnull));
-		c->pk = TextDatumGetCString(SPI_getbinval(tup, tt->tupdesc, 2, &isnull));
-		c->deleted_at = 0;
-		if (src->tombstones)
-			c->deleted_at = DatumGetTimestampTz(SPI_getbinval(tup, tt->tupdesc, 3, &isnull));
-		c->own = TransactionIdIsCurrentTransactionId(
-			DatumGetTransactionId(SPI_getbinval(tup, tt->tupdesc, 4, &isnull)));
+		c->seq = rows[r].seq;
+		c->pk = rows[r].pk;
+		c->tomb = rows[r].tomb;
+		c->deleted_at = rows[r].deleted_at;
+		c->own = TransactionIdIsCurrentTransactionId(rows[r].xmin);
 		c->own_key = false;
 		c->src = src;
 		c->row = NULL;
 		(*n)++;
 	}
-	SPI_freetuptable(tt);
-	return (int) nrows;
 }
 
-static char *
-stream_select(const KzPullSource *src, const char *tail)
+/*
+ * Drop from cands (sorted by seq) the second of two candidates of one seq:
+ * two labels of a table whose numbers collide read each other's entries
+ * (entry.c), and an entry is delivered once.
+ */
+static int
+stream_unique(KzCandidate *cands, int n)
 {
-	return psprintf("SELECT " STREAM_WINDOW_COLS "%s%s",
-					src->tombstones ? "deleted_at" : "NULL::pg_catalog.timestamptz",
-					src->tombstones ? "tombstones" : "changelog",
-					stream_snapshot_filter(src)
-					? " AND (bucket_snapshot OPERATOR(pg_catalog.->) $3)"
-					" OPERATOR(pg_catalog.=) $4" : "",
-					tail);
+	int			i,
+				j = 0;
+
+	for (i = 0; i < n; i++)
+		if (j == 0 || cands[j - 1].seq != cands[i].seq)
+			cands[j++] = cands[i];
+	return j;
 }
 
 void
 kz_stream_add_holes(KzPullStream *s, const int64 *holes, int nholes)
 {
-	Datum	   *elems;
-	ArrayType  *arr;
+	int			cap = nholes;
 	int			i;
 
 	s->nhole_cands = 0;
 	s->hole_next = 0;
 	if (nholes == 0 || s->nsources == 0)
 		return;
-	elems = palloc(sizeof(Datum) * nholes);
-	for (i = 0; i < nholes; i++)
-		elems[i] = Int64GetDatum(holes[i]);
-	arr = construct_array(elems, nholes, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
 
-	/* every hole is one seq, so the sources together give at most nholes rows */
-	s->hole_cands = palloc0(sizeof(KzCandidate) * nholes);
+	/* every hole is one seq: the sources give nholes rows, more only on a collision */
+	s->hole_cands = palloc0(sizeof(KzCandidate) * cap);
 	for (i = 0; i < s->nsources; i++)
 	{
 		KzPullSource *src = &s->sources[i];
-		Oid			types[5] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, INT8ARRAYOID};
-		Datum		vals[5];
-		uint64		got;
-		bool		filter = stream_snapshot_filter(src);
+		KzEntryQuery q;
+		KzEntryRow *rows;
+		int			got;
 
-		vals[0] = CStringGetTextDatum(src->table->conf->table_name);
-		vals[1] = CStringGetTextDatum(src->label);
-		if (filter)
+		stream_query(src, &q);
+		q.seqs = holes;
+		q.nseqs = nholes;
+		got = kz_entry_select(&q, &rows);
+		if (s->nhole_cands + got > cap)
 		{
-			vals[2] = CStringGetTextDatum(src->table->conf->bucket_column);
-			vals[3] = JsonbPGetDatum(src->bucket_json);
-			vals[4] = PointerGetDatum(arr);
-			got = kz_spi_priv(stream_select(src, " AND seq OPERATOR(pg_catalog.=) ANY ($5) ORDER BY seq"),
-							  5, types, vals, NULL, true, 0, SPI_OK_SELECT);
+			cap = s->nhole_cands + got;
+			s->hole_cands = repalloc(s->hole_cands, sizeof(KzCandidate) * cap);
 		}
-		else
-		{
-			types[2] = INT8ARRAYOID;
-			vals[2] = PointerGetDatum(arr);
-			got = kz_spi_priv(stream_select(src, " AND seq OPERATOR(pg_catalog.=) ANY ($3) ORDER BY seq"),
-							  3, types, vals, NULL, true, 0, SPI_OK_SELECT);
-		}
-		if (s->nhole_cands + (int) got > nholes)
-			elog(ERROR, "more hole candidates than holes");
-		stream_collect(got, src, s->hole_cands, &s->nhole_cands);
+		stream_collect(rows, got, src, s->hole_cands, &s->nhole_cands);
 	}
 	qsort(s->hole_cands, s->nhole_cands, sizeof(KzCandidate), stream_cmp_candidate);
+	s->nhole_cands = stream_unique(s->hole_cands, s->nhole_cands);
 }
 
 const KzPullSource *
 kz_stream_ungranted_tombstones(const KzPullStream *s, int64 lo, int64 hi,
 							   const int64 *holes, int nholes)
 {
-	Datum	   *elems = palloc(sizeof(Datum) * Max(nholes, 1));
-	ArrayType  *arr;
 	int			i;
 
-	for (i = 0; i < nholes; i++)
-		elems[i] = Int64GetDatum(holes[i]);
-	arr = construct_array(elems, nholes, INT8OID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE);
 	for (i = 0; i < s->nsources; i++)
 	{
 		const KzPullSource *src = &s->sources[i];
-		KzPullSource probe;
-		Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, INT8OID, INT8OID, INT8ARRAYOID};
-		Datum		vals[7];
-		int			base = 2;
-		uint64		got;
+		KzEntryQuery q;
+		KzEntryRow *rows;
 
-		if (src->tombstones || src->granted)
+		if (src->granted)
 			continue;
-		/* the tombstone source the grant would add */
-		probe = *src;
-		probe.tombstones = true;
-		vals[0] = CStringGetTextDatum(src->table->conf->table_name);
-		vals[1] = CStringGetTextDatum(src->label);
-		if (stream_snapshot_filter(&probe))
-		{
-			vals[2] = CStringGetTextDatum(src->table->conf->bucket_column);
-			vals[3] = JsonbPGetDatum(src->bucket_json);
-			base = 4;
-		}
-		types[base] = INT8OID;
-		types[base + 1] = INT8OID;
-		types[base + 2] = INT8ARRAYOID;
-		vals[base] = Int64GetDatum(lo);
-		vals[base + 1] = Int64GetDatum(hi);
-		vals[base + 2] = PointerGetDatum(arr);
-		got = kz_spi_priv(stream_select(&probe, base == 4
-										? " AND ((seq OPERATOR(pg_catalog.>) $5 AND seq OPERATOR(pg_catalog.<=) $6) OR seq OPERATOR(pg_catalog.=) ANY ($7)) LIMIT 1"
-										: " AND ((seq OPERATOR(pg_catalog.>) $3 AND seq OPERATOR(pg_catalog.<=) $4) OR seq OPERATOR(pg_catalog.=) ANY ($5)) LIMIT 1"),
-						  base + 3, types, vals, NULL, true, 1, SPI_OK_SELECT);
-		SPI_freetuptable(SPI_tuptable);
-		if (got > 0)
+		/* the tombstones a grant would add */
+		stream_query(src, &q);
+		q.tombs = true;
+		q.tombs_only = true;
+		q.limit = 1;
+		q.lo = lo;
+		q.hi = hi;
+		if (kz_entry_select(&q, &rows) > 0)
 			return src;
+		if (nholes > 0)
+		{
+			q.seqs = holes;
+			q.nseqs = nholes;
+			if (kz_entry_select(&q, &rows) > 0)
+				return src;
+		}
 	}
 	return NULL;
 }
@@ -292,36 +259,19 @@ kz_stream_next(KzPullStream *s, KzCandidate *batch, int need)
 	for (i = 0; i < s->nsources; i++)
 	{
 		KzPullSource *src = &s->sources[i];
-		Oid			types[7] = {TEXTOID, TEXTOID, TEXTOID, JSONBOID, INT8OID, INT8OID, INT8OID};
-		Datum		vals[7];
-		uint64		got;
-		int			base;
+		KzEntryQuery q;
+		KzEntryRow *rows;
+		int			got;
 
 		short_last[i] = -1;
 		if (src->exhausted)
 			continue;
-		vals[0] = CStringGetTextDatum(src->table->conf->table_name);
-		vals[1] = CStringGetTextDatum(src->label);
-		base = 2;
-		if (stream_snapshot_filter(src))
-		{
-			vals[2] = CStringGetTextDatum(src->table->conf->bucket_column);
-			vals[3] = JsonbPGetDatum(src->bucket_json);
-			base = 4;
-		}
-		types[base] = INT8OID;
-		types[base + 1] = INT8OID;
-		types[base + 2] = INT8OID;
-		vals[base] = Int64GetDatum(s->window_pos);
-		vals[base + 1] = Int64GetDatum(s->window_hi);
-		vals[base + 2] = Int64GetDatum((int64) m);
-		got = kz_spi_priv(stream_select(src, base == 4
-										? " AND seq OPERATOR(pg_catalog.>) $5 AND seq OPERATOR(pg_catalog.<=) $6"
-										" ORDER BY seq LIMIT $7"
-										: " AND seq OPERATOR(pg_catalog.>) $3 AND seq OPERATOR(pg_catalog.<=) $4"
-										" ORDER BY seq LIMIT $5"),
-						  base + 3, types, vals, NULL, true, 0, SPI_OK_SELECT);
-		stream_collect(got, src, merged, &nmerged);
+		stream_query(src, &q);
+		q.lo = s->window_pos;
+		q.hi = s->window_hi;
+		q.limit = m;
+		got = kz_entry_select(&q, &rows);
+		stream_collect(rows, got, src, merged, &nmerged);
 		/* a short source has nothing past its last row; -1: a full one */
 		if ((int) got < m)
 			short_last[i] = got > 0 ? merged[nmerged - 1].seq : 0;
@@ -329,6 +279,7 @@ kz_stream_next(KzPullStream *s, KzCandidate *batch, int need)
 			bound = merged[nmerged - 1].seq;
 	}
 	qsort(merged, nmerged, sizeof(KzCandidate), stream_cmp_candidate);
+	nmerged = stream_unique(merged, nmerged);
 	for (i = 0; i < nmerged && n < need && merged[i].seq <= bound; i++)
 	{
 		batch[n++] = merged[i];

@@ -19,17 +19,18 @@
 #include "pull_gates.h"
 
 /*
- * A source of candidates: the changelog or the tombstones of one
- * (table, bucket value) pair; label is the bucket value text ('' for an
- * unbucketed table).
+ * A source of candidates: the entries of one (table, bucket value) pair,
+ * its rows and, when the caller holds the pair's grant, its tombstones;
+ * label is the bucket value text ('' for an unbucketed table), bucket its
+ * number (entry.h).
  */
 typedef struct KzPullSource
 {
 	KzTableDesc *table;
 	char	   *label;
+	int64		bucket;
 	Jsonb	   *bucket_json;	/* the normalised bucket value (bucketed tables) */
-	bool		tombstones;		/* else changelog */
-	bool		granted;		/* the caller holds the pair's grant */
+	bool		granted;		/* the caller holds the pair's grant: tombstones too */
 	bool		exhausted;		/* nothing left in the window */
 } KzPullSource;
 
@@ -38,6 +39,7 @@ typedef struct KzCandidate
 	int64		seq;
 	KzPullSource *src;
 	char	   *pk;
+	bool		tomb;			/* a tombstone, else a row entry */
 	TimestampTz deleted_at;		/* tombstones only */
 	bool		own;			/* written by the pulling transaction itself */
 	bool		own_key;		/* its row was written by the pulling transaction */
@@ -56,8 +58,8 @@ typedef struct KzPullStream
 } KzPullStream;
 
 /*
- * Sources for the scopes: for each distinct (table, bucket value) pair its
- * changelog entries and, when sub holds a grant for the pair, its
+ * Sources for the scopes: one for each distinct (table, bucket value)
+ * pair: its row entries and, when sub holds a grant for the pair, its
  * tombstones.  A null bucket value matches nothing; without sub there are
  * no grants and so no tombstones.
  */
@@ -71,9 +73,9 @@ extern int	kz_stream_pairs(const KzPullStream *s, KzBucketPair **pairs);
 extern void kz_stream_add_holes(KzPullStream *s, const int64 *holes, int nholes);
 
 /*
- * The first changelog source whose pair the caller holds no grant for and
- * that has a tombstone visible in the snapshot, matching the bucket like
- * the tombstone source a grant would add, with seq in (lo, hi] or among
+ * The first source whose pair the caller holds no grant for and that has a
+ * tombstone visible in the snapshot, matching the bucket like the
+ * tombstones a grant would add, with seq in (lo, hi] or among
  * holes[0 .. nholes-1]; NULL when there is none.  A standby cannot tell a
  * grant it has not replayed from none, so such a page is not answered
  * there (decisions/0085).

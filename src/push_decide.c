@@ -20,6 +20,7 @@
 #include "utils/snapmgr.h"
 
 #include "capture_queue.h"
+#include "entry_read.h"
 #include "errors.h"
 #include "grants.h"
 #include "journal.h"
@@ -68,28 +69,10 @@ typedef struct DecideUnit
 static char *
 decide_tombstone_as_of(KzTableDesc *t, const char *pk, Snapshot snap, TransactionId *xmin)
 {
-	Oid			types[2] = {TEXTOID, TEXTOID};
-	Datum		values[2];
 	char	   *bucket = NULL;
 
-	values[0] = CStringGetTextDatum(t->conf->table_name);
-	values[1] = CStringGetTextDatum(pk);
-	*xmin = InvalidTransactionId;
-	if (kz_spi_priv_snapshot("SELECT t.bucket_value, t.xmin FROM kizunasync.tombstones t"
-							 " WHERE t.table_name OPERATOR(pg_catalog.=) $1 AND t.pk OPERATOR(pg_catalog.=) $2"
-							 " AND NOT EXISTS (SELECT 1 FROM kizunasync.changelog c"
-							 "   WHERE c.table_name OPERATOR(pg_catalog.=) t.table_name"
-							 "   AND c.pk OPERATOR(pg_catalog.=) t.pk AND c.seq OPERATOR(pg_catalog.>) t.seq)"
-							 " ORDER BY t.seq DESC LIMIT 1",
-							 2, types, values, NULL, snap, 1, SPI_OK_SELECT) > 0)
-	{
-		bool		isnull;
-
-		bucket = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		*xmin = DatumGetTransactionId(SPI_getbinval(SPI_tuptable->vals[0],
-													SPI_tuptable->tupdesc, 2, &isnull));
-	}
-	SPI_freetuptable(SPI_tuptable);
+	if (!kz_entry_tombstone_of(t->conf, pk, snap, &bucket, xmin))
+		return NULL;
 	return bucket;
 }
 

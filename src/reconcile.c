@@ -44,6 +44,7 @@
 #include "bookkeeping.h"
 #include "bucketlabel.h"
 #include "capture.h"
+#include "entry_read.h"
 #include "identity.h"
 #include "reconcile.h"
 #include "rowkey.h"
@@ -126,7 +127,7 @@ kz_reconcile_seed(const KzTableConf *conf)
 
 /* ------------------------------------------------------------ repair */
 
-/* The live changelog entry of (table, pk): its bucket label and row_xmin. */
+/* The row entry of (table, pk): its bucket label and row_xmin. */
 typedef struct RepairEntry
 {
 	bool		found;
@@ -138,27 +139,11 @@ typedef struct RepairEntry
 static void
 repair_entry(const KzTableConf *conf, const char *pk, RepairEntry *e)
 {
-	Oid			types[2] = {TEXTOID, TEXTOID};
-	Datum		values[2];
+	int64		seq;
 
 	memset(e, 0, sizeof(*e));
-	values[0] = CStringGetTextDatum(conf->table_name);
-	values[1] = CStringGetTextDatum(pk);
-	if (kz_spi_priv("SELECT bucket_value, row_xmin FROM kizunasync.changelog"
-					" WHERE table_name OPERATOR(pg_catalog.=) $1 AND pk OPERATOR(pg_catalog.=) $2",
-					2, types, values, NULL, false, 1, SPI_OK_SELECT) > 0)
-	{
-		bool		isnull;
-		Datum		d;
-
-		e->found = true;
-		e->bucket = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-		d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
-		e->have_xmin = !isnull;
-		if (!isnull)
-			e->row_xmin = DatumGetTransactionId(d);
-	}
-	SPI_freetuptable(SPI_tuptable);
+	e->found = kz_entry_row_of(conf, pk, NULL, &e->bucket, &e->row_xmin, &seq);
+	e->have_xmin = e->found && TransactionIdIsValid(e->row_xmin);
 }
 
 /*
@@ -281,11 +266,11 @@ repair_rows(const KzTableConf *conf, Oid owner, MemoryContext row_cxt)
  * this repair, so its entry gets a seq after the tombstone recorded here.
  */
 static bool
-repair_entry_orphaned(const KzTableConf *conf, Relation changelog, ItemPointer tid,
+repair_entry_orphaned(const KzTableConf *conf, Relation entries, ItemPointer tid,
 					  Datum *keyvals)
 {
 	Snapshot	snap = RegisterSnapshot(GetLatestSnapshot());
-	bool		locked = repair_lock_tid(changelog, tid, snap, LockTupleExclusive);
+	bool		locked = repair_lock_tid(entries, tid, snap, LockTupleExclusive);
 
 	UnregisterSnapshot(snap);
 	return locked && !kz_row_exists(conf, keyvals);
@@ -295,46 +280,38 @@ repair_entry_orphaned(const KzTableConf *conf, Relation changelog, ItemPointer t
 static int64
 repair_vanished(const KzTableConf *conf, MemoryContext row_cxt)
 {
-	char	   *after = pstrdup("");
+	bytea	   *after = NULL;
 	int64		total = 0;
 	Datum	   *keyvals = palloc(sizeof(Datum) * conf->nkeys);
-	Relation	changelog = table_open(kz_bk_relid("changelog"), RowShareLock);
+	Relation	entries = table_open(kz_entry_relid(), RowShareLock);
+	MemoryContext outer = CurrentMemoryContext;
+	MemoryContext chunk_cxt = AllocSetContextCreate(outer, "kizunasync repair chunk",
+													ALLOCSET_DEFAULT_SIZES);
 
 	for (;;)
 	{
-		Oid			types[2] = {TEXTOID, TEXTOID};
-		Datum		values[2];
-		uint64		n;
-		uint64		i;
-		SPITupleTable *tt;
+		KzEntryRef *refs;
+		int			n;
+		int			i;
 
-		values[0] = CStringGetTextDatum(conf->table_name);
-		values[1] = CStringGetTextDatum(after);
-		/* keys are never empty, so "" starts before the first one */
-		n = kz_spi_priv("SELECT pk, bucket_value, ctid FROM kizunasync.changelog"
-						" WHERE table_name OPERATOR(pg_catalog.=) $1 AND pk OPERATOR(pg_catalog.>) $2"
-						" ORDER BY pk LIMIT " CppAsString2(KZ_RECONCILE_CHUNK),
-						2, types, values, NULL, false, 0, SPI_OK_SELECT);
+		/* one chunk of keys at a time: the chunk's memory is freed before the next */
+		MemoryContextSwitchTo(chunk_cxt);
+		n = kz_entry_rows_of_table(conf, after, KZ_RECONCILE_CHUNK, &refs);
+		MemoryContextSwitchTo(outer);
 		if (n == 0)
 			break;
-		tt = SPI_tuptable;
 		for (i = 0; i < n; i++)
 		{
 			MemoryContext old = MemoryContextSwitchTo(row_cxt);
-			char	   *pk = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
-			char	   *label = SPI_getvalue(tt->vals[i], tt->tupdesc, 2);
-			bool		isnull;
-			ItemPointer tid = (ItemPointer) DatumGetPointer(SPI_getbinval(tt->vals[i],
-																		  tt->tupdesc, 3,
-																		  &isnull));
+			const char *pk = refs[i].pk;
 
 			if (kz_rowkey_parse(conf, pk, keyvals) && !kz_row_exists(conf, keyvals) &&
-				repair_entry_orphaned(conf, changelog, tid, keyvals))
+				repair_entry_orphaned(conf, entries, &refs[i].tid, keyvals))
 			{
 				KzImage		img;
 				KzChange	ch;
 
-				repair_entry_image(conf, pk, label, &img);
+				repair_entry_image(conf, pk, refs[i].label, &img);
 				kz_capture_tombstone_change(&ch, conf, &img);
 				kz_stamp_record(&ch, 1);
 				if (conf->hlc)
@@ -342,19 +319,18 @@ repair_vanished(const KzTableConf *conf, MemoryContext row_cxt)
 				total++;
 			}
 			MemoryContextSwitchTo(old);
-			if (i == n - 1)
-			{
-				pfree(after);
-				after = SPI_getvalue(tt->vals[i], tt->tupdesc, 1);
-			}
 			MemoryContextReset(row_cxt);
 			CHECK_FOR_INTERRUPTS();
 		}
-		SPI_freetuptable(tt);
 		if (n < KZ_RECONCILE_CHUNK)
 			break;
+		if (after != NULL)
+			pfree(after);
+		after = DatumGetByteaPCopy(PointerGetDatum(refs[n - 1].key));
+		MemoryContextReset(chunk_cxt);
 	}
-	table_close(changelog, NoLock);
+	MemoryContextDelete(chunk_cxt);
+	table_close(entries, NoLock);
 	return total;
 }
 

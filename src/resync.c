@@ -8,7 +8,7 @@
  *	  change of what callers may see that no write to the rows recorded: a
  *	  membership added or removed in a table that is not synced, a policy
  *	  input that lives in another table, a column privilege granted or
- *	  revoked (decisions/0093).  Every changelog entry of the bucket is
+ *	  revoked (decisions/0093).  Every row entry of the bucket is
  *	  written again, as the write path writes an entry (the same row key,
  *	  bucket value and row version, a new seq; numbered like any captured
  *	  change, so at the commit beyond the transaction's write-time budget).
@@ -26,7 +26,7 @@
  *	  Runs as the caller (SECURITY INVOKER), who must own the table, as for
  *	  sync_table and repair_table: an application calls it from a trigger
  *	  on its membership table through a SECURITY DEFINER function owned by
- *	  the table's owner.  The value is cast as the caller; the changelog is
+ *	  the table's owner.  The value is cast as the caller; the entries are
  *	  read and locked in privileged sections (decisions/0060).  An entry is
  *	  locked (FOR UPDATE) before it is written again, and one a concurrent
  *	  writer superseded meanwhile is skipped (that writer's entry is new),
@@ -53,6 +53,7 @@
 
 #include "capture.h"
 #include "capture_batch.h"
+#include "entry_read.h"
 #include "identity.h"
 #include "pgcompat.h"
 #include "pull_gates.h"
@@ -162,62 +163,46 @@ resync_label(const KzTableConf *conf, Jsonb *bucket)
 static int64
 resync_entries(const KzTableConf *conf, const char *label)
 {
-	Oid			types[4] = {TEXTOID, TEXTOID, INT8OID, INT8OID};
-	Datum		values[4];
 	KzChange   *changes = palloc(sizeof(KzChange) * RESYNC_CHUNK);
 	MemoryContext chunk_cxt = AllocSetContextCreate(CurrentMemoryContext, "kizunasync resync",
 													ALLOCSET_DEFAULT_SIZES);
+	int64		bucket = kz_entry_bucket(conf->id, label, false);
 	int64		top;
 	int64		after = 0;
 	int64		total = 0;
-	bool		isnull;
 
-	values[0] = CStringGetTextDatum(conf->table_name);
-	values[1] = CStringGetTextDatum(label);
-	kz_spi_priv("SELECT pg_catalog.max(seq) FROM kizunasync.changelog"
-				" WHERE table_name OPERATOR(pg_catalog.=) $1 AND bucket_value OPERATOR(pg_catalog.=) $2",
-				2, types, values, NULL, false, 1, SPI_OK_SELECT);
-	top = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	SPI_freetuptable(SPI_tuptable);
-	if (isnull)
+	top = kz_entry_bucket_max_seq(conf, bucket);
+	if (top == 0)
 		return 0;
 
 	for (;;)
 	{
-		SPITupleTable *tt;
-		uint64		n;
-		uint64		i;
+		KzEntryBucketRow *rows;
+		int			n;
+		int			i;
 		MemoryContext old;
 
-		values[2] = Int64GetDatum(after);
-		values[3] = Int64GetDatum(top);
-		n = kz_spi_priv("SELECT seq, pk, row_xmin FROM kizunasync.changelog"
-						" WHERE table_name OPERATOR(pg_catalog.=) $1"
-						" AND bucket_value OPERATOR(pg_catalog.=) $2"
-						" AND seq OPERATOR(pg_catalog.>) $3 AND seq OPERATOR(pg_catalog.<=) $4"
-						" ORDER BY seq LIMIT " CppAsString2(RESYNC_CHUNK) " FOR UPDATE",
-						4, types, values, NULL, false, 0, SPI_OK_SELECT);
-		tt = SPI_tuptable;
 		old = MemoryContextSwitchTo(chunk_cxt);
+		n = kz_entry_bucket_rows(conf, bucket, after, top, RESYNC_CHUNK, true, &rows);
 		for (i = 0; i < n; i++)
 		{
 			KzChange   *ch = &changes[i];
-			Datum		xmin = SPI_getbinval(tt->vals[i], tt->tupdesc, 3, &isnull);
 
 			ch->op = 'u';
+			ch->tid = conf->id;
+			ch->key_type = conf->nkeys == 1 ? conf->key_types[0] : InvalidOid;
 			ch->table_name = conf->table_name;
-			ch->pk = SPI_getvalue(tt->vals[i], tt->tupdesc, 2);
+			ch->pk = rows[i].pk;
 			ch->bucket_value = (char *) label;
 			ch->snapshot = NULL;
-			ch->row_xmin = isnull ? InvalidTransactionId : DatumGetTransactionId(xmin);
-			after = DatumGetInt64(SPI_getbinval(tt->vals[i], tt->tupdesc, 1, &isnull));
+			ch->row_xmin = rows[i].have_xmin ? rows[i].row_xmin : InvalidTransactionId;
+			after = rows[i].seq;
 		}
 		MemoryContextSwitchTo(old);
-		SPI_freetuptable(tt);
 		/* the batch copies what it keeps */
-		kz_capture_batch_add(changes, (int) n);
+		kz_capture_batch_add(changes, n);
 		MemoryContextReset(chunk_cxt);
-		total += (int64) n;
+		total += n;
 		CHECK_FOR_INTERRUPTS();
 		if (n < RESYNC_CHUNK)
 			break;

@@ -6,7 +6,7 @@
  *
  *	  reap_tombstones()   remove tombstones older than their table's TTL and
  *						  raise the reap horizon to the highest seq reaped
- *						  (the walks over the tombstones: reap.c)
+ *						  (the walks over the tombstones: entry_reap.c)
  *	  compact_changelog() remove entries nothing can deliver any more
  *	  prune_clients()	  forget stale clients and old verdicts
  *	  schedule_jobs()	  schedule the three with pg_cron when it is there
@@ -41,9 +41,10 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
+#include "entry_reap.h"
+#include "entry_read.h"
 #include "identity.h"
 #include "jsonbutil.h"
-#include "reap.h"
 #include "retention.h"
 #include "settings.h"
 #include "spi.h"
@@ -176,7 +177,7 @@ retention_int32_cmp(const void *a, const void *b)
 }
 
 /*
- * Each synced table's TTL, sorted by name, and the distinct TTLs in use
+ * Each synced table's TTL, sorted by its id, and the distinct TTLs in use
  * (the default's among them: tables no longer synced use it), ascending.
  * Returns how many TTLs.
  */
@@ -190,8 +191,8 @@ retention_ttls(int32 default_days, TimestampTz now, KzReapTtls *ttls, int32 **cl
 	int			nclasses = 0;
 
 	values[0] = Int32GetDatum(default_days);
-	n = kz_spi_priv("SELECT c.table_name, COALESCE(c.tombstone_ttl_days, $1)"
-					"  FROM kizunasync.synced_tables c ORDER BY c.table_name",
+	n = kz_spi_priv("SELECT c.id, COALESCE(c.tombstone_ttl_days, $1)"
+					"  FROM kizunasync.synced_tables c ORDER BY c.id",
 					1, argtypes, values, NULL, true, 0, SPI_OK_SELECT);
 	ttls->tables = palloc(sizeof(KzReapTtl) * Max(n, 1));
 	ttls->ntables = (int) n;
@@ -205,8 +206,8 @@ retention_ttls(int32 default_days, TimestampTz now, KzReapTtls *ttls, int32 **cl
 		bool		isnull;
 		int			k;
 
-		t->table_name = SPI_getvalue(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1);
-		t->len = strlen(t->table_name);
+		t->tid = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+											 1, &isnull));
 		t->ttl_days = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
 												  2, &isnull));
 		t->cutoff = retention_cutoff(now, t->ttl_days);
@@ -230,8 +231,7 @@ typedef struct RetentionWalks
 } RetentionWalks;
 
 #define RETENTION_WALKS_SQL \
-	"SELECT w.t, w.s, w.s OPERATOR(pg_catalog.>) (GREATEST(q.last_value," \
-	"         (SELECT pg_catalog.max(x.seq) FROM kizunasync.tombstones x)) OPERATOR(pg_catalog.+) 1)" \
+	"SELECT w.t, w.s, w.s OPERATOR(pg_catalog.>) (GREATEST(q.last_value, $1) OPERATOR(pg_catalog.+) 1)" \
 	"  FROM kizunasync.reap_state r" \
 	"  CROSS JOIN LATERAL ROWS FROM (pg_catalog.unnest(r.walk_ttl_days)," \
 	"                                pg_catalog.unnest(r.walk_seqs)) AS w(t, s)," \
@@ -248,7 +248,9 @@ typedef struct RetentionWalks
 static void
 retention_walks_load(RetentionWalks *w)
 {
-	uint64		n = kz_spi_priv(RETENTION_WALKS_SQL, 0, NULL, NULL, NULL, false, 0, SPI_OK_SELECT);
+	Oid			types[1] = {INT8OID};
+	Datum		values[1] = {Int64GetDatum(kz_entry_max_tombstone_seq())};
+	uint64		n = kz_spi_priv(RETENTION_WALKS_SQL, 1, types, values, NULL, false, 0, SPI_OK_SELECT);
 	uint64		i;
 
 	w->n = (int) n;
@@ -532,20 +534,16 @@ static Datum
 retention_compact_body(FunctionCallInfo fcinfo)
 {
 	const char *fname = "kizunasync.compact_changelog()";
-	const char *orphans = RETENTION_NAMES("changelog")
-		" AND NOT EXISTS (SELECT 1 FROM kizunasync.synced_tables c"
-		"  WHERE c.table_name OPERATOR(pg_catalog.=) names.n)"
-		" ORDER BY names.n";
 	int32		max_rows;
 	uint64		n = 0;
-	List	   *names;
+	List	   *tids;
 	ListCell   *lc;
 
 	retention_entry(fcinfo, fname);
 	max_rows = retention_max_rows(fcinfo, fname);
 	kz_spi_connect();
-	names = retention_names(orphans);
-	if (names != NIL)
+	tids = kz_entry_orphan_tables();
+	if (tids != NIL)
 	{
 		/*
 		 * Before removing anything, keep sync_table from bringing such a
@@ -555,25 +553,15 @@ retention_compact_body(FunctionCallInfo fcinfo)
 		 */
 		kz_spi_priv("LOCK TABLE kizunasync.synced_tables IN SHARE MODE",
 					0, NULL, NULL, NULL, false, 0, SPI_OK_UTILITY);
-		names = retention_names(orphans);
+		tids = kz_entry_orphan_tables();
 	}
-	foreach(lc, names)
+	foreach(lc, tids)
 	{
 		if ((int64) n >= max_rows)
 			break;
-		n += retention_exec_name("DELETE FROM kizunasync.changelog l"
-								 " WHERE l.seq OPERATOR(pg_catalog.=) ANY (SELECT x.seq FROM kizunasync.changelog x"
-								 "   WHERE x.table_name OPERATOR(pg_catalog.=) $1"
-								 "   LIMIT $2 FOR UPDATE SKIP LOCKED)",
-								 (const char *) lfirst(lc), max_rows - (int64) n, SPI_OK_DELETE);
+		n += kz_entry_remove_table(lfirst_int(lc), max_rows - (int64) n);
 	}
-	n += retention_exec("DELETE FROM kizunasync.conflict_journal j"
-						" WHERE j.id OPERATOR(pg_catalog.=) ANY (SELECT x.id FROM kizunasync.conflict_journal x"
-						"   WHERE x.winner_seq IS NOT NULL"
-						"     AND NOT EXISTS (SELECT 1 FROM kizunasync.changelog l"
-						"                      WHERE l.seq OPERATOR(pg_catalog.=) x.winner_seq)"
-						"   LIMIT $1 FOR UPDATE SKIP LOCKED)",
-						max_rows, 0, SPI_OK_DELETE);
+	n += kz_entry_compact_journal(max_rows);
 	kz_spi_finish();
 	PG_RETURN_INT64((int64) n);
 }

@@ -37,10 +37,12 @@
  * at XACT_EVENT_PRE_COMMIT, where an ERROR still aborts the transaction)
  * ends within one chunk of the interrupt.
  *
- * Entries are written with direct heap and index access: no statement is
- * parsed or planned and no name is resolved, so nothing the writer
- * controls (its search_path, its temporary objects) can take part, and no
- * planner choice can make a write cost more than its index probes.
+ * Entries are written with direct heap and index access (entry.c): no
+ * statement is parsed or planned and no name is resolved, so nothing the
+ * writer controls (its search_path, its temporary objects) can take part,
+ * and no planner choice can make a write cost more than its index probes.
+ * The one statement is the insert of a bucket label the backend has not
+ * seen committed, a privileged statement of fixed text (entry.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -195,69 +197,6 @@ kz_stamp_check_lengths(const char *table_name, const char *pk, const char *bucke
 				 errhint("Bucket values longer than a pull may ask for can never be delivered.")));
 }
 
-/* Positions of the entry tables' columns, looked up by name. */
-typedef struct StampColumns
-{
-	int			seq;
-	int			table_name;
-	int			pk;
-	int			bucket_value;
-	int			row_xmin;		/* changelog */
-	int			bucket_snapshot;	/* tombstones */
-	int			deleted_at;		/* tombstones */
-} StampColumns;
-
-static void
-stamp_columns(KzBkTable *changelog, KzBkTable *tombstones, StampColumns *cl, StampColumns *tb)
-{
-	cl->seq = kz_bk_column(changelog, "seq");
-	cl->table_name = kz_bk_column(changelog, "table_name");
-	cl->pk = kz_bk_column(changelog, "pk");
-	cl->bucket_value = kz_bk_column(changelog, "bucket_value");
-	cl->row_xmin = kz_bk_column(changelog, "row_xmin");
-	if (tombstones == NULL)
-		return;
-	tb->seq = kz_bk_column(tombstones, "seq");
-	tb->table_name = kz_bk_column(tombstones, "table_name");
-	tb->pk = kz_bk_column(tombstones, "pk");
-	tb->bucket_value = kz_bk_column(tombstones, "bucket_value");
-	tb->bucket_snapshot = kz_bk_column(tombstones, "bucket_snapshot");
-	tb->deleted_at = kz_bk_column(tombstones, "deleted_at");
-}
-
-/* One entry of a chunk, built outside the section. */
-typedef struct StampEntry
-{
-	KzBkTable  *t;
-	StampColumns *c;
-	const bool *first;			/* indexes inserted inside the section */
-	Datum	   *values;
-	bool	   *nulls;
-	HeapTuple	tup;			/* inserted, its other indexes to do */
-	bool		deferred;		/* a unique check was deferred */
-} StampEntry;
-
-/*
- * Which indexes of t get their entry inside the section: those a pull reads
- * without a snapshot (the seq index and the (table, bucket, seq) index,
- * horizon.c).  The others (the row-key index: unique for changelog) are
- * written right after it, where a unique check may wait.
- */
-static bool *
-stamp_first_indexes(KzBkTable *t, const char *seq_index, const char *bucket_index)
-{
-	bool	   *first = palloc0(sizeof(bool) * Max(t->nindexes, 1));
-	int			i;
-
-	for (i = 0; i < t->nindexes; i++)
-	{
-		const char *name = RelationGetRelationName(t->indexes[i]);
-
-		first[i] = strcmp(name, seq_index) == 0 || strcmp(name, bucket_index) == 0;
-	}
-	return first;
-}
-
 /*
  * The end of the chunk that starts at changes[i]: at most KZ_STAMP_CHUNK
  * changes, no two of the same row key, so that every superseded entry of
@@ -278,69 +217,6 @@ stamp_chunk_end(const KzChange *changes, int i, int n)
 				return end;
 	}
 	return end;
-}
-
-/* Delete what the change supersedes and build its entry (outside the section). */
-static void
-stamp_prepare(const KzChange *ch, KzBkTable *cl, Relation cl_key, StampColumns *clc,
-			  const bool *clfirst, KzBkTable *tb, Relation tb_key, StampColumns *tbc,
-			  const bool *tbfirst, StampEntry *e)
-{
-	const char *clkey[2];
-	const char *tbkey[3];
-	int			natts;
-
-	/* earlier changes of this batch must be visible to the lookups */
-	CommandCounterIncrement();
-	clkey[0] = ch->table_name;
-	clkey[1] = ch->pk;
-	kz_bk_delete_unique(cl, cl_key, 2, clkey);
-	if (ch->op == 'd')
-	{
-		/*
-		 * The key's tombstones in this bucket, without waiting: only a reap
-		 * deletes a tombstone without holding the row's lock, and one it
-		 * holds is left to it (decisions/0003, "No writer waits for
-		 * retention").  The index on (table_name, pk, bucket_value) is not
-		 * unique, so the new tombstone never waits for it either.
-		 */
-		tbkey[0] = ch->table_name;
-		tbkey[1] = ch->pk;
-		tbkey[2] = ch->bucket_value;
-		(void) kz_bk_delete_all_nowait(tb, tb_key, 3, tbkey);
-	}
-
-	e->t = ch->op == 'd' ? tb : cl;
-	e->c = ch->op == 'd' ? tbc : clc;
-	e->first = ch->op == 'd' ? tbfirst : clfirst;
-	e->tup = NULL;
-	e->deferred = false;
-	natts = RelationGetDescr(e->t->heap)->natts;
-	e->values = palloc0(sizeof(Datum) * natts);
-	e->nulls = palloc(sizeof(bool) * natts);
-	memset(e->nulls, true, sizeof(bool) * natts);
-	e->values[e->c->table_name] = CStringGetTextDatum(ch->table_name);
-	e->nulls[e->c->table_name] = false;
-	e->values[e->c->pk] = CStringGetTextDatum(ch->pk);
-	e->nulls[e->c->pk] = false;
-	if (ch->bucket_value != NULL)
-	{
-		e->values[e->c->bucket_value] = CStringGetTextDatum(ch->bucket_value);
-		e->nulls[e->c->bucket_value] = false;
-	}
-	if (ch->op == 'd')
-	{
-		e->values[e->c->bucket_snapshot] = DirectFunctionCall1(jsonb_in,
-															   CStringGetDatum(ch->snapshot));
-		e->nulls[e->c->bucket_snapshot] = false;
-		e->values[e->c->deleted_at] = TimestampTzGetDatum(GetCurrentTransactionStartTimestamp());
-		e->nulls[e->c->deleted_at] = false;
-	}
-	else if (TransactionIdIsValid(ch->row_xmin))
-	{
-		e->values[e->c->row_xmin] = TransactionIdGetDatum(ch->row_xmin);
-		e->nulls[e->c->row_xmin] = false;
-	}
 }
 
 /*
@@ -394,17 +270,9 @@ kz_stamp_record(const KzChange *changes, int n)
 	Relation	seqrel;
 	Relation	fence;
 	Buffer		section;
-	KzBkTable	cl;
-	KzBkTable	tb;
-	Relation	cl_key;
-	Relation	tb_key;
-	StampColumns clc;
-	StampColumns tbc;
-	bool	   *clfirst;
-	bool	   *tbfirst;
-	StampEntry *chunk;
+	KzEntryWriter w;
+	KzEntryNew *chunk;
 	int64		seq = 0;
-	bool		has_delete;
 	int			i,
 				end,
 				j;
@@ -419,24 +287,8 @@ kz_stamp_record(const KzChange *changes, int n)
 	seqrel = relation_open(seqid, RowExclusiveLock);
 	fence = table_open(kz_bk_relid("seq_fence"), RowExclusiveLock);
 	section = stamp_section_page(fence);
-	kz_bk_open(&cl, "changelog");
-	cl_key = kz_bk_index(&cl, "changelog_table_name_pk_key");
-	clfirst = stamp_first_indexes(&cl, "changelog_pkey", "changelog_bucket_idx");
-
-	/* tombstones and their three indexes are opened only for a delete */
-	for (i = 0; i < n && changes[i].op != 'd'; i++)
-		;
-	has_delete = i < n;
-	tb_key = NULL;
-	tbfirst = NULL;
-	if (has_delete)
-	{
-		kz_bk_open(&tb, "tombstones");
-		tb_key = kz_bk_index(&tb, "tombstones_key_idx");
-		tbfirst = stamp_first_indexes(&tb, "tombstones_pkey", "tombstones_bucket_idx");
-	}
-	stamp_columns(&cl, has_delete ? &tb : NULL, &clc, &tbc);
-	chunk = palloc(sizeof(StampEntry) * Min(n, KZ_STAMP_CHUNK));
+	kz_entry_writer_open(&w);
+	chunk = palloc(sizeof(KzEntryNew) * Min(n, KZ_STAMP_CHUNK));
 
 	for (i = 0; i < n; i = end)
 	{
@@ -444,46 +296,29 @@ kz_stamp_record(const KzChange *changes, int n)
 		CHECK_FOR_INTERRUPTS();
 		end = stamp_chunk_end(changes, i, n);
 		for (j = i; j < end; j++)
-			stamp_prepare(&changes[j], &cl, cl_key, &clc, clfirst, &tb, tb_key, &tbc, tbfirst,
-						  &chunk[j - i]);
+			kz_entry_prepare(&w, &changes[j], &chunk[j - i]);
 		CommandCounterIncrement();
 
 		/* The section: draw + insert, one writer at a time. */
 		LockBuffer(section, BUFFER_LOCK_EXCLUSIVE);
 		for (j = i; j < end; j++)
 		{
-			StampEntry *e = &chunk[j - i];
-
 			seq = nextval_internal(seqid, false);
 			if (stamp_wait_after_draw != 0)
 				DirectFunctionCall1(pg_advisory_xact_lock_shared_int8,
 									Int64GetDatum(stamp_wait_after_draw));
-			e->values[e->c->seq] = Int64GetDatum(seq);
-			e->nulls[e->c->seq] = false;
-			e->tup = kz_bk_insert_first(e->t, e->values, e->nulls, e->first, &e->deferred);
+			kz_entry_insert_first(&w, &chunk[j - i], seq);
 		}
 		LockBuffer(section, BUFFER_LOCK_UNLOCK);
 
 		for (j = i; j < end; j++)
-		{
-			StampEntry *e = &chunk[j - i];
-
-			kz_bk_insert_rest(e->t, e->tup, e->first, e->deferred);
-			pfree(e->values);
-			pfree(e->nulls);
-		}
+			kz_entry_insert_rest(&w, &chunk[j - i]);
 	}
 	CommandCounterIncrement();
 
 	pfree(chunk);
-	pfree(clfirst);
 	ReleaseBuffer(section);
-	if (has_delete)
-	{
-		pfree(tbfirst);
-		kz_bk_close(&tb);
-	}
-	kz_bk_close(&cl);
+	kz_entry_writer_close(&w);
 	table_close(fence, NoLock);
 	relation_close(seqrel, NoLock);
 	return seq;

@@ -12,26 +12,18 @@
 #ifndef KZ_STAMP_H
 #define KZ_STAMP_H
 
+#include "entry.h"
+
 /* Longest row key and bucket value text an entry may carry (bytes). */
 #define KZ_MAX_KEY_BYTES	1024
 #define KZ_MAX_BUCKET_BYTES	1024
 
-/* One captured change, ready to be numbered and recorded. */
-typedef struct KzChange
-{
-	char		op;				/* 'u': changelog entry, 'd': tombstone */
-	char	   *table_name;
-	char	   *pk;
-	char	   *bucket_value;	/* 'u': NULL for a NULL value; 'd': never NULL */
-	char	   *snapshot;		/* 'd': bucket snapshot as jsonb text */
-	TransactionId row_xmin;		/* 'u': xmin of the row version recorded */
-} KzChange;
-
 /*
  * Record changes[0 .. n-1] in order: for each, delete the entries it
  * supersedes (outside the section), then draw its seq and insert its entry
- * inside the section, in chunks.  Returns the last seq drawn.  Runs no SQL
- * and no code of anybody's but PostgreSQL's.
+ * inside the section, in chunks.  Returns the last seq drawn.  Runs no code
+ * of anybody's but PostgreSQL's, and no SQL but the insert of a bucket label
+ * the entries have not met before (entry.c).
  */
 extern int64 kz_stamp_record(const KzChange *changes, int n);
 

@@ -177,10 +177,19 @@ conf_load(Oid relid, const char *table_name)
 	KzTableConf *result = NULL;
 	Oid			argtype;
 	Datum		arg;
-	const char *sql_base =
-		"SELECT table_name, relid::pg_catalog.oid, sync_mode, bucket_column, key_columns, "
+	/*
+	 * id is 0.3.0's: an update from an older release runs this library
+	 * against synced_tables without it until the update adds it.
+	 */
+	bool		has_id = get_attnum(kz_bk_relid("synced_tables"), "id") != InvalidAttrNumber;
+	const char *sql_base = has_id
+		? "SELECT table_name, relid::pg_catalog.oid, sync_mode, bucket_column, key_columns, "
 		"conflict_mode, conflict_journal, soft_delete_column, "
-		"COALESCE(tombstone_ttl_days, 0), min_schema_version, register_clients, wakeup "
+		"COALESCE(tombstone_ttl_days, 0), min_schema_version, register_clients, wakeup, id "
+		"FROM kizunasync.synced_tables WHERE "
+		: "SELECT table_name, relid::pg_catalog.oid, sync_mode, bucket_column, key_columns, "
+		"conflict_mode, conflict_journal, soft_delete_column, "
+		"COALESCE(tombstone_ttl_days, 0), min_schema_version, register_clients, wakeup, 0 "
 		"FROM kizunasync.synced_tables WHERE ";
 	char	   *sql;
 	MemoryContext callercxt = CurrentMemoryContext;	/* SPI's dies at SPI_finish */
@@ -261,6 +270,9 @@ conf_load(Oid relid, const char *table_name)
 		c->min_schema_version = DatumGetInt32(SPI_getbinval(tup, desc, 10, &isnull));
 		c->register_clients = DatumGetBool(SPI_getbinval(tup, desc, 11, &isnull));
 		c->wakeup = DatumGetBool(SPI_getbinval(tup, desc, 12, &isnull));
+		c->id = DatumGetInt32(SPI_getbinval(tup, desc, 13, &isnull));
+		if (isnull)
+			c->id = 0;
 
 		/*
 		 * Enter it only once fully resolved (an ERROR above leaves no entry),

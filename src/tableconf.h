@@ -36,13 +36,14 @@ typedef struct KzTableConf
 	bool		wakeup;
 	KzLabelKind bucket_kind;	/* kz_label_kind(bucket_type) when loaded */
 	bool		bucket_kind_fixed;	/* a built-in or container type: cannot change */
+	int32		id;				/* synced_tables.id: the table's number in the entries */
 } KzTableConf;
 
 /*
  * Look up by wire name / by relation.  NULL when not synced and missing_ok.
  * The result stays valid until the end of the current transaction.
  */
-extern KzTableConf *kz_tableconf_by_name(const char *table_name, bool missing_ok);
+extern PGDLLEXPORT KzTableConf *kz_tableconf_by_name(const char *table_name, bool missing_ok);
 extern PGDLLEXPORT KzTableConf *kz_tableconf_by_relid(Oid relid, bool missing_ok);
 
 /*

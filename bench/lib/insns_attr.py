@@ -17,13 +17,13 @@ PASS_THROUGH = {"standard_ExecutorStart", "standard_ExecutorRun", "standard_Exec
                 "standard_ExecutorEnd", "standard_ProcessUtility"}
 # Children of kz_stamp_record, in the order the write path calls them.
 STAMP_PARTS = [
-    ("superseded entry: lookup and delete", ["kz_bk_delete_unique"]),
-    ("entry heap tuple + the section's index entries", ["kz_bk_insert_first"]),
-    ("entry's other index entries (after the section)", ["kz_bk_insert_rest"]),
+    ("key, bucket number, superseded entries: lookup and delete", ["kz_entry_prepare"]),
+    ("entry heap tuple + the section's index entries", ["kz_entry_insert_first"]),
+    ("entry's other index entries (after the section)", ["kz_entry_insert_rest"]),
     ("nextval", ["nextval_internal"]),
     ("opening and closing the bookkeeping relations",
-     ["kz_bk_open", "kz_bk_relid", "kz_bk_index", "kz_bk_close", "table_open", "relation_open",
-      "table_close", "relation_close", "kz_bk_column"]),
+     ["kz_entry_writer_open", "kz_entry_writer_close", "kz_bk_open", "kz_bk_relid", "kz_bk_index",
+      "kz_bk_close", "table_open", "relation_open", "table_close", "relation_close", "kz_bk_column"]),
 ]
 
 

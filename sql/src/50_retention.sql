@@ -62,8 +62,10 @@ SELECT c.table_name COLLATE "default" AS table_name,
 	   c.bucket_column,
 	   c.key_columns,
 	   c.conflict_mode,
-	   (SELECT count(*) FROM kizunasync.changelog l WHERE l.table_name = c.table_name) AS changelog_entries,
-	   (SELECT count(*) FROM kizunasync.tombstones t WHERE t.table_name = c.table_name) AS tombstones,
+	   (SELECT count(*) FROM kizunasync.entries e
+		 WHERE e.tid = c.id AND e.kind = 'r') AS changelog_entries,
+	   (SELECT count(*) FROM kizunasync.entries e
+		 WHERE e.tid = c.id AND e.kind = 'd') AS tombstones,
 	   COALESCE((SELECT r.reaped_seq FROM kizunasync.reap_state r WHERE r.id), 0) AS reap_horizon,
 	   (SELECT k.cursor FROM kizunasync.clients k
 		 WHERE c.register_clients

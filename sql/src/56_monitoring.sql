@@ -2,7 +2,7 @@
 -- Monitoring (issue 31; README "Monitoring"; monitoring/queries.yaml maps
 -- these views to Prometheus metrics for postgres_exporter).
 --
--- Cheap enough to read every 15 s beside a changelog of 20 million entries:
+-- Cheap enough to read every 15 s beside 20 million entries:
 -- no view scans a bookkeeping table.  Counts that an exact answer would have
 -- to scan for are estimates: PostgreSQL's live-row count of the table
 -- (pg_stat, kept current by every commit) times the share ANALYZE's
@@ -59,25 +59,44 @@ SELECT s.starelid AS relid,
 COMMENT ON VIEW kizunasync._column_stats IS
   'internal: ANALYZE''s most common values of the bookkeeping''s columns, for the monitoring views'' estimates';
 
--- Per synced table.
+-- Per synced table.  The entries (decisions/0092) hold both kinds: the
+-- share of (tid, kind) = (id, k) in the multivariate most-common-values
+-- list ANALYZE keeps for the pair (the statistics object
+-- kizunasync.entries_tid_kind); a table not in that list (more tables than
+-- the statistics target keeps) gets the share of its id times that of the
+-- kind, as the planner estimates independent columns.
 CREATE OR REPLACE VIEW kizunasync.table_metrics AS
 SELECT c.table_name COLLATE "default" AS table_name,
 	   c.relid AS relation,
-	   CASE WHEN pg_catalog.pg_stat_get_live_tuples('kizunasync.changelog'::pg_catalog.regclass) OPERATOR(pg_catalog.=) 0 THEN 0
-	   ELSE (SELECT pg_catalog.round(pg_catalog.pg_stat_get_live_tuples(st.relid)
-				OPERATOR(pg_catalog.*) COALESCE(st.freqs[pg_catalog.array_position(st.vals, c.table_name::pg_catalog.text)], st.other_share))::pg_catalog.int8
-		  FROM kizunasync._column_stats st
-		 WHERE st.relid OPERATOR(pg_catalog.=) 'kizunasync.changelog'::pg_catalog.regclass
-		   AND st.column_name OPERATOR(pg_catalog.=) 'table_name') END AS entries,
-	   CASE WHEN pg_catalog.pg_stat_get_live_tuples('kizunasync.tombstones'::pg_catalog.regclass) OPERATOR(pg_catalog.=) 0 THEN 0
-	   ELSE (SELECT pg_catalog.round(pg_catalog.pg_stat_get_live_tuples(st.relid)
-				OPERATOR(pg_catalog.*) COALESCE(st.freqs[pg_catalog.array_position(st.vals, c.table_name::pg_catalog.text)], st.other_share))::pg_catalog.int8
-		  FROM kizunasync._column_stats st
-		 WHERE st.relid OPERATOR(pg_catalog.=) 'kizunasync.tombstones'::pg_catalog.regclass
-		   AND st.column_name OPERATOR(pg_catalog.=) 'table_name') END AS tombstones,
+	   CASE WHEN pg_catalog.pg_stat_get_live_tuples('kizunasync.entries'::pg_catalog.regclass) OPERATOR(pg_catalog.=) 0 THEN 0
+	   ELSE pg_catalog.round(pg_catalog.pg_stat_get_live_tuples('kizunasync.entries'::pg_catalog.regclass)
+				OPERATOR(pg_catalog.*) CASE WHEN m.listed THEN m.rows
+											ELSE t.share OPERATOR(pg_catalog.*) k.rows END)::pg_catalog.int8 END AS entries,
+	   CASE WHEN pg_catalog.pg_stat_get_live_tuples('kizunasync.entries'::pg_catalog.regclass) OPERATOR(pg_catalog.=) 0 THEN 0
+	   ELSE pg_catalog.round(pg_catalog.pg_stat_get_live_tuples('kizunasync.entries'::pg_catalog.regclass)
+				OPERATOR(pg_catalog.*) CASE WHEN m.listed THEN m.tombs
+											ELSE t.share OPERATOR(pg_catalog.*) k.tombs END)::pg_catalog.int8 END AS tombstones,
 	   COALESCE(c.tombstone_ttl_days,
 				(kizunasync._settings() OPERATOR(pg_catalog.->>) 'tombstone_ttl_days')::pg_catalog.int4) AS tombstone_ttl_days
-  FROM kizunasync.synced_tables c;
+  FROM kizunasync.synced_tables c
+  LEFT JOIN LATERAL (SELECT COALESCE(st.freqs[pg_catalog.array_position(st.vals, c.id::pg_catalog.text)], st.other_share) AS share
+					   FROM kizunasync._column_stats st
+					  WHERE st.relid OPERATOR(pg_catalog.=) 'kizunasync.entries'::pg_catalog.regclass
+						AND st.column_name OPERATOR(pg_catalog.=) 'tid') t ON true
+  LEFT JOIN LATERAL (SELECT COALESCE(st.freqs[pg_catalog.array_position(st.vals, 'r')], st.other_share) AS rows,
+							COALESCE(st.freqs[pg_catalog.array_position(st.vals, 'd')], st.other_share) AS tombs
+					   FROM kizunasync._column_stats st
+					  WHERE st.relid OPERATOR(pg_catalog.=) 'kizunasync.entries'::pg_catalog.regclass
+						AND st.column_name OPERATOR(pg_catalog.=) 'kind') k ON true
+  CROSS JOIN LATERAL (SELECT pg_catalog.count(*) OPERATOR(pg_catalog.>) 0 AS listed,
+							 COALESCE(pg_catalog.sum(i.frequency) FILTER (WHERE i."values"[2] OPERATOR(pg_catalog.=) 'r'), 0) AS rows,
+							 COALESCE(pg_catalog.sum(i.frequency) FILTER (WHERE i."values"[2] OPERATOR(pg_catalog.=) 'd'), 0) AS tombs
+						FROM pg_catalog.pg_statistic_ext x
+						JOIN pg_catalog.pg_statistic_ext_data xd ON xd.stxoid OPERATOR(pg_catalog.=) x.oid
+					   CROSS JOIN LATERAL pg_catalog.pg_mcv_list_items(xd.stxdmcv) i
+					   WHERE x.stxrelid OPERATOR(pg_catalog.=) 'kizunasync.entries'::pg_catalog.regclass
+						 AND x.stxname OPERATOR(pg_catalog.=) 'entries_tid_kind' AND NOT xd.stxdinherit
+						 AND i."values"[1] OPERATOR(pg_catalog.=) c.id::pg_catalog.text) m;
 COMMENT ON VIEW kizunasync.table_metrics IS
   'per synced table: estimated changelog entries and tombstones (NULL before the first ANALYZE), the tombstone TTL in days';
 
@@ -90,8 +109,7 @@ SELECT q.last_seq,
 	   r.reaped_at AS reap_horizon_raised_at,
 	   o.deleted_at AS oldest_tombstone_at,
 	   o.table_name COLLATE "default" AS oldest_tombstone_table,
-	   COALESCE((SELECT c.tombstone_ttl_days FROM kizunasync.synced_tables c
-				  WHERE c.table_name OPERATOR(pg_catalog.=) o.table_name),
+	   COALESCE(o.ttl_days,
 				(kizunasync._settings() OPERATOR(pg_catalog.->>) 'tombstone_ttl_days')::pg_catalog.int4) AS oldest_tombstone_ttl_days,
 	   pg_catalog.pg_stat_get_live_tuples('kizunasync.clients'::pg_catalog.regclass) AS clients,
 	   (SELECT k.last_seen FROM kizunasync.clients k ORDER BY k.last_seen LIMIT 1) AS oldest_client_seen,
@@ -106,8 +124,11 @@ SELECT q.last_seq,
   FROM (SELECT CASE WHEN s.is_called THEN s.last_value ELSE s.last_value OPERATOR(pg_catalog.-) 1 END AS last_seq
 		  FROM kizunasync.change_seq s) q
   LEFT JOIN kizunasync.reap_state r ON r.id
-  LEFT JOIN LATERAL (SELECT t.deleted_at, t.table_name FROM kizunasync.tombstones t
-					  ORDER BY t.seq LIMIT 1) o ON true;
+  LEFT JOIN LATERAL (SELECT e.deleted_at, c.table_name, c.tombstone_ttl_days AS ttl_days
+					   FROM kizunasync.entries e
+					   LEFT JOIN kizunasync.synced_tables c ON c.id OPERATOR(pg_catalog.=) e.tid
+					  WHERE e.kind OPERATOR(pg_catalog.=) 'd'
+					  ORDER BY e.seq LIMIT 1) o ON true;
 COMMENT ON VIEW kizunasync.metrics IS
   'one row: the last seq drawn, changes numbered in this incarnation, the reap horizon, the lowest-numbered tombstone, registered clients (estimate), the ledger (estimates), pull_wait_ms';
 

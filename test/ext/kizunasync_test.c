@@ -23,6 +23,7 @@
 
 #include "capture_batch.h"
 #include "capture_queue.h"
+#include "entry.h"
 #include "horizon.h"
 #include "rowkey.h"
 #include "spi.h"
@@ -49,6 +50,9 @@ KZT_FN(kz_tableconf_by_relid);
 KZT_FN(kz_rowkey_parse);
 KZT_FN(kz_stamp_set_wait_after_draw);
 KZT_FN(kz_plan_cache_count);
+KZT_FN(kz_entry_key);
+KZT_FN(kz_entry_bucket_number);
+KZT_FN(kz_tableconf_by_name);
 
 #define KZT_LOAD(name) \
 	(kzt_##name = (__typeof__(name) *) \
@@ -71,6 +75,9 @@ _PG_init(void)
 	KZT_LOAD(kz_rowkey_parse);
 	KZT_LOAD(kz_stamp_set_wait_after_draw);
 	KZT_LOAD(kz_plan_cache_count);
+	KZT_LOAD(kz_entry_key);
+	KZT_LOAD(kz_entry_bucket_number);
+	KZT_LOAD(kz_tableconf_by_name);
 }
 
 PG_FUNCTION_INFO_V1(kzt_horizon);
@@ -79,6 +86,8 @@ PG_FUNCTION_INFO_V1(kzt_capture_queued_op);
 PG_FUNCTION_INFO_V1(kzt_pk_canonical);
 PG_FUNCTION_INFO_V1(kzt_wait_after_draw);
 PG_FUNCTION_INFO_V1(kzt_plan_cache_count);
+PG_FUNCTION_INFO_V1(kzt_entry_key);
+PG_FUNCTION_INFO_V1(kzt_bucket_number);
 
 /*
  * kizunasync_test.horizon(cursor text, max_holes integer DEFAULT 100) RETURNS text
@@ -189,4 +198,29 @@ Datum
 kzt_plan_cache_count(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_INT32(kzt_kz_plan_cache_count());
+}
+
+/*
+ * The binary key an entry of the synced table with wire name table_name
+ * carries for row key text pk (a table not synced: the text form).
+ */
+Datum
+kzt_entry_key(PG_FUNCTION_ARGS)
+{
+	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
+	char	   *pk = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	KzTableConf *conf = kzt_kz_tableconf_by_name(name, true);
+	Oid			key_type = conf != NULL && conf->nkeys == 1 ? conf->key_types[0] : InvalidOid;
+
+	PG_RETURN_BYTEA_P(kzt_kz_entry_key(key_type, pk));
+}
+
+/* The number the entries of table id tid carry for bucket label label. */
+Datum
+kzt_bucket_number(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(1))
+		PG_RETURN_INT64(0);
+	PG_RETURN_INT64(kzt_kz_entry_bucket_number(PG_GETARG_INT32(0),
+											   text_to_cstring(PG_GETARG_TEXT_PP(1))));
 }

@@ -194,15 +194,14 @@ CREATE TABLE public.notes (id integer PRIMARY KEY, body text);
 ALTER TABLE public.notes ENABLE ROW LEVEL SECURITY;
 SELECT kizunasync.sync_table('public.notes');
 -- dead rows stay where the test counts them
-ALTER TABLE kizunasync.changelog SET (autovacuum_enabled = off);
-ALTER TABLE kizunasync.tombstones SET (autovacuum_enabled = off);
+ALTER TABLE kizunasync.entries SET (autovacuum_enabled = off);
 ALTER TABLE kizunasync.verdicts SET (autovacuum_enabled = off);
 ALTER TABLE kizunasync.clients SET (autovacuum_enabled = off);
 """)
 
 
 def analyze():
-    psql('ANALYZE kizunasync.changelog, kizunasync.tombstones, kizunasync.verdicts, kizunasync.clients')
+    psql('ANALYZE kizunasync.entries, kizunasync.verdicts, kizunasync.clients')
 
 
 UA = '00000000-0000-4000-8000-a10000000001'
@@ -290,26 +289,25 @@ def scenario(exp, names):
     ok(s1.get('kizunasync_table_entries', table='todos') == 0 and s1.get('kizunasync_table_tombstones', table='notes') == 0,
        'the other table\'s entries and the tombstones stay 0')
 
-    # updates supersede entries: dead rows of the changelog, its bytes
+    # updates supersede entries: dead rows of the entries, their bytes
     psql("UPDATE public.notes SET body = 'u' WHERE id <= 100")
     time.sleep(0.5)
     s2 = exp.scrape()
-    db = q1("SELECT pg_stat_get_dead_tuples('kizunasync.changelog'::regclass) || ' ' ||"
-            " pg_stat_get_live_tuples('kizunasync.changelog'::regclass) || ' ' ||"
-            " pg_total_relation_size('kizunasync.changelog') || ' ' ||"
-            " pg_stat_get_dead_tuples('kizunasync.tombstones'::regclass)").split()
-    ok(s2.get('kizunasync_bookkeeping_dead_rows', relation='changelog') == int(db[0]) >= 100,
-       'kizunasync_bookkeeping_dead_rows{relation="changelog"} is pg_stat\'s figure (at least the 100 superseded entries)', db)
-    ok(s2.get('kizunasync_bookkeeping_live_rows', relation='changelog') == int(db[1]),
-       'kizunasync_bookkeeping_live_rows{relation="changelog"} is pg_stat\'s figure', db)
-    ok(s2.get('kizunasync_bookkeeping_bytes', relation='changelog') == int(db[2]),
-       'kizunasync_bookkeeping_bytes{relation="changelog"} is pg_total_relation_size', db)
-    ok(s2.get('kizunasync_bookkeeping_last_vacuum_timestamp_seconds', relation='changelog') == 0,
-       'kizunasync_bookkeeping_last_vacuum_timestamp_seconds{relation="changelog"} is 0 before any VACUUM')
-    psql('VACUUM kizunasync.changelog')
+    db = q1("SELECT pg_stat_get_dead_tuples('kizunasync.entries'::regclass) || ' ' ||"
+            " pg_stat_get_live_tuples('kizunasync.entries'::regclass) || ' ' ||"
+            " pg_total_relation_size('kizunasync.entries')").split()
+    ok(s2.get('kizunasync_bookkeeping_dead_rows', relation='entries') == int(db[0]) >= 100,
+       'kizunasync_bookkeeping_dead_rows{relation="entries"} is pg_stat\'s figure (at least the 100 superseded entries)', db)
+    ok(s2.get('kizunasync_bookkeeping_live_rows', relation='entries') == int(db[1]),
+       'kizunasync_bookkeeping_live_rows{relation="entries"} is pg_stat\'s figure', db)
+    ok(s2.get('kizunasync_bookkeeping_bytes', relation='entries') == int(db[2]),
+       'kizunasync_bookkeeping_bytes{relation="entries"} is pg_total_relation_size', db)
+    ok(s2.get('kizunasync_bookkeeping_last_vacuum_timestamp_seconds', relation='entries') == 0,
+       'kizunasync_bookkeeping_last_vacuum_timestamp_seconds{relation="entries"} is 0 before any VACUUM')
+    psql('VACUUM kizunasync.entries')
     s2 = exp.scrape()
-    ok(close(s2.get('kizunasync_bookkeeping_last_vacuum_timestamp_seconds', relation='changelog'), time.time(), 120)
-       and s2.get('kizunasync_bookkeeping_dead_rows', relation='changelog') == 0,
+    ok(close(s2.get('kizunasync_bookkeeping_last_vacuum_timestamp_seconds', relation='entries'), time.time(), 120)
+       and s2.get('kizunasync_bookkeeping_dead_rows', relation='entries') == 0,
        'after VACUUM: its time, and no dead rows')
 
     # deletes: tombstones, their age and TTL
@@ -368,7 +366,7 @@ def scenario(exp, names):
        'after ROLLBACK and ROLLBACK PREPARED nothing is in flight')
 
     # retention: tombstones past their TTL, a reap, a compaction
-    psql("UPDATE kizunasync.tombstones SET deleted_at = now() - interval '40 days'")   # time passes
+    psql("UPDATE kizunasync.entries SET deleted_at = now() - interval '40 days' WHERE kind = 'd'")   # time passes
     s6 = exp.scrape()
     ok(s6.get('kizunasync_tombstones_oldest_age_seconds') >= 40 * 86400,
        'tombstones made 40 days old: kizunasync_tombstones_oldest_age_seconds says so')

@@ -33,9 +33,10 @@ CREATE PROCEDURE kzc.stamp(step integer)
 LANGUAGE plpgsql AS $$
 BEGIN
 	WITH fresh AS (
-		UPDATE kizunasync.tombstones t
+		UPDATE kizunasync.entries t
 		   SET deleted_at = timestamptz '2026-01-01 00:00:00+00' + make_interval(secs => step)
-		 WHERE NOT EXISTS (SELECT 1 FROM kzc.stamped s
+		 WHERE t.kind = 'd'
+		   AND NOT EXISTS (SELECT 1 FROM kzc.stamped s
 							WHERE s.seq = t.seq AND s.deleted_at = t.deleted_at)
 		RETURNING t.seq, t.deleted_at)
 	INSERT INTO kzc.stamped (seq, deleted_at)
@@ -58,7 +59,7 @@ BEGIN
 	FOR f IN SELECT * FROM kzc.fixture ORDER BY table_name LOOP
 		EXECUTE format('DELETE FROM public.%I', f.table_name);
 	END LOOP;
-	TRUNCATE kizunasync.changelog, kizunasync.tombstones, kizunasync.bucket_grants,
+	TRUNCATE kizunasync.entries, kizunasync.buckets, kizunasync.bucket_grants,
 			 kizunasync.row_hlc, kizunasync.conflict_journal, kizunasync.verdicts,
 			 kizunasync.clients;
 	TRUNCATE kzc.stamped, kzc.retries;
@@ -187,10 +188,11 @@ $$;
 CREATE PROCEDURE kzc.reap(step integer)
 LANGUAGE plpgsql AS $$
 BEGIN
-	UPDATE kizunasync.tombstones t
+	UPDATE kizunasync.entries t
 	   SET deleted_at = now() - make_interval(days => 1 + coalesce(
-			   (SELECT st.tombstone_ttl_days FROM kizunasync.synced_tables st WHERE st.table_name = t.table_name),
-			   (kizunasync.configure() ->> 'tombstone_ttl_days')::integer));
+			   (SELECT st.tombstone_ttl_days FROM kizunasync.synced_tables st WHERE st.id = t.tid),
+			   (kizunasync.configure() ->> 'tombstone_ttl_days')::integer))
+	 WHERE t.kind = 'd';
 	PERFORM kizunasync.reap_tombstones();
 	CALL kzc.stamp(step);
 END

@@ -108,7 +108,7 @@ def configure_wait(ms):
 def c1_signals(tap):
     c = rw(UA, B1, "0")["cursor"]
     psql(DB, "DELETE FROM items WHERE id = 1")
-    psql(DB, "UPDATE kizunasync.tombstones SET deleted_at = now() - interval '40 days'")
+    psql(DB, "UPDATE kizunasync.entries SET deleted_at = now() - interval '40 days' WHERE kind = 'd'")
     psql(DB, "SELECT kizunasync.reap_tombstones()")
     wait_replayed(DB)
     a, b = ro(UA, B1, c), sb(UA, B1, c)

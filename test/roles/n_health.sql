@@ -22,7 +22,7 @@ CREATE ROLE kz_r_n_plain LOGIN NOSUPERUSER;
 CREATE ROLE kz_r_n_auth LOGIN NOSUPERUSER;
 GRANT authenticated TO kz_r_n_auth;
 -- dead rows stay where the bloat check counts them
-ALTER TABLE kizunasync.changelog SET (autovacuum_enabled = off);
+ALTER TABLE kizunasync.entries SET (autovacuum_enabled = off);
 RESET client_min_messages;
 
 \connect - kz_r_n_owner
@@ -73,7 +73,7 @@ DELETE FROM public.rls_t WHERE id = 1;
 SELECT status AS st FROM kizunasync.health() WHERE name = 'reap_horizon' \gset
 SELECT kzt.is(:'st', 'ok', 'N owner: reap_horizon is ok with a fresh tombstone');
 \connect - postgres
-UPDATE kizunasync.tombstones SET deleted_at = now() - interval '40 days';
+UPDATE kizunasync.entries SET deleted_at = now() - interval '40 days' WHERE kind = 'd';
 \connect - kz_r_n_owner
 \set ON_ERROR_STOP 0
 SELECT status AS st, detail AS dt FROM kizunasync.health() WHERE name = 'reap_horizon' \gset
@@ -115,10 +115,10 @@ SELECT kzt.is(:'st', 'ok', 'N owner: bookkeeping_bloat is ok while this session'
 \connect - kz_r_n_owner
 \set ON_ERROR_STOP 0
 SELECT status AS st, detail AS dt FROM kizunasync.health() WHERE name = 'bookkeeping_bloat' \gset
-SELECT kzt.is(:'st', 'warning', 'N owner: bookkeeping_bloat warns about 3,000 dead changelog rows beside 1,500 live');
-SELECT kzt.ok(:'dt' ~ 'kizunasync\.changelog \(30[0-9][0-9] dead rows', 'N owner: ... naming the table and its dead rows', :'dt');
-VACUUM kizunasync.changelog;
-SELECT kzt.expect(:'SQLSTATE', '00000', 'N owner: the database owner may VACUUM kizunasync.changelog, the fix', :'LAST_ERROR_MESSAGE');
+SELECT kzt.is(:'st', 'warning', 'N owner: bookkeeping_bloat warns about 3,000 dead entries beside 1,500 live');
+SELECT kzt.ok(:'dt' ~ 'kizunasync\.entries \(30[0-9][0-9] dead rows', 'N owner: ... naming the table and its dead rows', :'dt');
+VACUUM kizunasync.entries;
+SELECT kzt.expect(:'SQLSTATE', '00000', 'N owner: the database owner may VACUUM kizunasync.entries, the fix', :'LAST_ERROR_MESSAGE');
 SELECT status AS st FROM kizunasync.health() WHERE name = 'bookkeeping_bloat' \gset
 SELECT kzt.is(:'st', 'ok', 'N owner: bookkeeping_bloat is ok after VACUUM');
 

@@ -38,7 +38,7 @@ SELECT kizunasync.sync_table('cap.pairs', key_columns => '{a}');
 SELECT kizunasync.sync_table('cap.nopk');
 SELECT kizunasync.sync_table('cap.numkey');
 SELECT kizunasync.sync_table('cap.defer');
-SELECT kizunasync.sync_table('kizunasync.changelog', key_columns => '{seq}');
+SELECT kizunasync.sync_table('kizunasync.entries', key_columns => '{seq}');
 SELECT kizunasync.sync_table('cap.log');
 -- nothing was recorded by the failures
 SELECT count(*) FROM kizunasync.synced_tables WHERE table_name LIKE 'cap%' OR table_name IN ('todos', 'pairs');
@@ -56,7 +56,7 @@ SELECT kizunasync.sync_table('cap.todos', table_name => 'other');
 SELECT table_name, relid, sync_mode, bucket_column, key_columns, conflict_mode FROM kizunasync.synced_tables WHERE table_name LIKE 'cap%';
 SELECT tgname FROM pg_trigger WHERE tgrelid = 'cap.todos'::regclass ORDER BY 1;
 
-TRUNCATE kizunasync.changelog, kizunasync.tombstones;
+TRUNCATE kizunasync.entries;
 
 -- insert, no-op update, real update
 INSERT INTO cap.todos (id, owner_id, title) VALUES ('00000000-0000-4000-8000-e10000000003', '00000000-0000-4000-8000-a10000000001', 'new');
@@ -113,7 +113,7 @@ TRUNCATE cap.todos;
 SELECT count(*) FROM cap.todos;
 
 -- composite keys, key order from key_columns; domains over varchar; bucket renderings
-TRUNCATE kizunasync.changelog, kizunasync.tombstones;
+TRUNCATE kizunasync.entries;
 INSERT INTO cap.pairs VALUES (1, 'x"y', 'n'), (-12, 'tab	here', 'n');
 SELECT kizunasync.sync_table('cap.pairs', key_columns => '{b,a}', bucket_column => 'note', table_name => 'cap_pairs');
 SELECT * FROM cap.trail();
@@ -168,7 +168,7 @@ SELECT kizunasync.unsync_table('cap.todos');
 RESET ROLE;
 
 -- an API role writing a synced table still records its change
-TRUNCATE kizunasync.changelog, kizunasync.tombstones;
+TRUNCATE kizunasync.entries;
 SET ROLE authenticated;
 INSERT INTO cap.todos (id, owner_id, title) VALUES ('00000000-0000-4000-8000-e10000000077', '00000000-0000-4000-8000-a10000000001', 'by api role');
 RESET ROLE;

@@ -26,8 +26,8 @@ VALUES ('docs', 'pull_t.docs', 'team'), ('kinds', 'pull_t.kinds', 'owner_id');
 SELECT setval('kizunasync.change_seq', 200) AS base;
 UPDATE kizunasync.reap_state SET reaped_seq = 0;
 CREATE FUNCTION pull_t.cl(t text, k text, b text) RETURNS bigint LANGUAGE sql AS $$
+	DELETE FROM kizunasync.changelog WHERE table_name = t AND pk = k;
 	INSERT INTO kizunasync.changelog VALUES (nextval('kizunasync.change_seq'), t, k, b)
-	ON CONFLICT (table_name, pk) DO UPDATE SET seq = EXCLUDED.seq, bucket_value = EXCLUDED.bucket_value
 	RETURNING seq $$;
 CREATE FUNCTION pull_t.tomb(t text, k text, b text, col text, v jsonb) RETURNS bigint LANGUAGE sql AS $$
 	DELETE FROM kizunasync.changelog WHERE table_name = t AND pk = k;

@@ -18,8 +18,8 @@ UPDATE kizunasync.reap_state SET reaped_seq = 0;
 
 -- an upsert as capture records it: latest entry per (table, pk)
 CREATE FUNCTION pull_t.cl(t text, k text, b text) RETURNS bigint LANGUAGE sql AS $$
+	DELETE FROM kizunasync.changelog WHERE table_name = t AND pk = k;
 	INSERT INTO kizunasync.changelog VALUES (nextval('kizunasync.change_seq'), t, k, b)
-	ON CONFLICT (table_name, pk) DO UPDATE SET seq = EXCLUDED.seq, bucket_value = EXCLUDED.bucket_value
 	RETURNING seq $$;
 -- a delete (or a move-out when keep_entry): one tombstone per (table, pk, bucket value)
 CREATE FUNCTION pull_t.tomb(t text, k text, b text, col text, at timestamptz, keep_entry boolean DEFAULT false)

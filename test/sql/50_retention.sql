@@ -68,7 +68,7 @@ SELECT count(*) AS journal_left FROM kizunasync.conflict_journal;
 -- tombstone numbered late (its transaction began long before it deleted)
 -- and one dated in the future (a clock set forward for a while) hold up
 -- nothing behind them; each walk goes on from where it stopped
-TRUNCATE kizunasync.tombstones;
+DELETE FROM kizunasync.tombstones;
 UPDATE kizunasync.reap_state SET reaped_seq = 0, walk_ttl_days = NULL, walk_seqs = NULL;
 CREATE TABLE public.ret_short (id int PRIMARY KEY);
 ALTER TABLE public.ret_short ENABLE ROW LEVEL SECURITY;
@@ -110,7 +110,8 @@ SELECT table_name, pk FROM kizunasync.row_hlc ORDER BY 1, 2;
 SELECT kizunasync.unsync_table('public.ret_short'), kizunasync.unsync_table('public.ret_hlc');
 DROP TABLE public.ret_short, public.ret_hlc;
 -- clean up
-TRUNCATE kizunasync.tombstones, kizunasync.clients, kizunasync.verdicts, kizunasync.bucket_grants;
+DELETE FROM kizunasync.tombstones;
+TRUNCATE kizunasync.clients, kizunasync.verdicts, kizunasync.bucket_grants;
 UPDATE kizunasync.reap_state SET reaped_seq = 0, reaped_at = NULL, walk_ttl_days = NULL, walk_seqs = NULL;
 DELETE FROM auth.users;
 RESET client_min_messages;

@@ -17,7 +17,7 @@ INSERT INTO mon.a SELECT g, 'a' FROM generate_series(1, 30) g;
 INSERT INTO mon.b SELECT g, 'b' FROM generate_series(1, 10) g;
 DELETE FROM mon.a WHERE id <= 5;
 SELECT pg_stat_force_next_flush();
-ANALYZE kizunasync.changelog, kizunasync.tombstones;
+ANALYZE kizunasync.entries;
 SELECT table_name, entries, tombstones, tombstone_ttl_days FROM kizunasync.table_metrics
  WHERE table_name LIKE 'mon\_%' ORDER BY 1;
 SELECT m.changes - :changes0 AS changes_numbered,
@@ -29,8 +29,8 @@ SELECT m.changes - :changes0 AS changes_numbered,
        m.clients = (SELECT count(*) FROM kizunasync.clients) AS clients,
        m.pull_wait_ms
   FROM kizunasync.metrics m;
-SELECT b.relation, b.live_tuples = (SELECT count(*) FROM kizunasync.changelog) AS live
-  FROM kizunasync.bookkeeping_metrics b WHERE b.relation = 'changelog';
+SELECT b.relation, b.live_tuples = (SELECT count(*) FROM kizunasync.entries) AS live
+  FROM kizunasync.bookkeeping_metrics b WHERE b.relation = 'entries';
 SELECT count(*) AS bookkeeping_tables FROM kizunasync.bookkeeping_metrics;
 -- every retention call is recorded: when, how long, rows deleted from the
 -- bookkeeping, the function's result; the newest ten per job are kept
@@ -51,7 +51,7 @@ SELECT count(*) - :prune_runs AS prune_runs_added FROM kizunasync.retention_runs
 -- the effective settings, as configure() gives them
 SELECT kizunasync._settings() = kizunasync.configure() AS same_settings;
 -- no view needs a sequential scan of a bookkeeping table, which on a
--- 20-million-entry changelog would be a full scan (synced_tables, one row
+-- 20 million entries would be a full scan (synced_tables, one row
 -- per synced table, is what the per-table view lists)
 SET enable_seqscan = off;
 CREATE FUNCTION mon.seqscans(q text) RETURNS SETOF text LANGUAGE plpgsql AS $$
@@ -59,7 +59,7 @@ DECLARE
 	l text;
 BEGIN
 	FOR l IN EXECUTE 'EXPLAIN ' || q LOOP
-		IF l ~ 'Seq Scan on (changelog|tombstones|clients|verdicts|retention_runs|reap_state|settings)\M' THEN
+		IF l ~ 'Seq Scan on (entries|buckets|clients|verdicts|retention_runs|reap_state|settings)\M' THEN
 			RETURN NEXT q || ': ' || btrim(l);
 		END IF;
 	END LOOP;

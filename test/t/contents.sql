@@ -4,8 +4,13 @@
 -- as "<sequence> last_value=N is_called=B".  Used to compare two databases
 -- (test/t/dump_restore.sh, test/t/upgrade.sh): run it in both, diff.
 -- Relation names are printed schema-qualified; regclass values render as
--- names, so OIDs never show.
+-- names, so OIDs never show.  Views named in :views (optional, a
+-- comma-separated list of names) are listed too, as if tables.
 \set ON_ERROR_STOP 1
+\if :{?views}
+\else
+\set views ''
+\endif
 SET search_path = pg_catalog, public;
 SET TimeZone = 'UTC';
 SET DateStyle = 'ISO';
@@ -17,6 +22,7 @@ SELECT CASE c.relkind
 	END
   FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
  WHERE n.nspname = ANY (string_to_array(:'schemas', ','))
-   AND c.relkind IN ('r', 'p', 'S')
+   AND (c.relkind IN ('r', 'p', 'S')
+		OR (c.relkind = 'v' AND c.relname = ANY (string_to_array(:'views', ','))))
  ORDER BY n.nspname, c.relname
 \gexec

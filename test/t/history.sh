@@ -183,7 +183,14 @@ history_sql() {
 	# the reap: every tombstone so far is made old, then reaped (A2's
 	# cursor is below the new horizon, A1's and B1's are not)
 	cat <<'SQL'
-UPDATE kizunasync.tombstones SET deleted_at = deleted_at - interval '60 days';
+-- (0.1.0 has the table tombstones; since 0.2.0 they are entries, 0092)
+DO $$ BEGIN
+	IF to_regclass('kizunasync.entries') IS NULL THEN
+		UPDATE kizunasync.tombstones SET deleted_at = deleted_at - interval '60 days';
+	ELSE
+		UPDATE kizunasync.entries SET deleted_at = deleted_at - interval '60 days' WHERE kind = 'd';
+	END IF;
+END $$;
 SELECT kizunasync.reap_tombstones() AS reaped_to \gset
 SQL
 	settings "$sapi" tombstone_ttl_days=20 "compact_schedule='15 4 * * *'"

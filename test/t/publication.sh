@@ -117,7 +117,7 @@ check "b: configure() as the owner (settings insert, then update)" \
 	"$(owner_step "SELECT kizunasync.configure(tombstone_ttl_days => 20); SELECT kizunasync.configure(tombstone_ttl_days => 10)")" "0:"
 n=$(qo "$DB" -c "SELECT kizunasync.compact_changelog()" 2>&1)
 check "b: compact_changelog() as the owner deletes the journal row whose winning entry was superseded" "$n" "1"
-q "$DB" -c "UPDATE kizunasync.tombstones SET deleted_at = deleted_at - interval '40 days';
+q "$DB" -c "UPDATE kizunasync.entries SET deleted_at = deleted_at - interval '40 days' WHERE kind = 'd';
 	UPDATE kizunasync.clients SET last_seen = last_seen - interval '400 days';
 	UPDATE kizunasync.verdicts SET recorded_at = recorded_at - interval '400 days'" > "$T_OUT/backdate.out" 2>&1
 check "b: (superuser) tombstones, clients and verdicts backdated past their TTLs" "$?:$(head -c 300 "$T_OUT/backdate.out")" "0:"

@@ -90,7 +90,7 @@ ledger_narrow() {
 #   how many of them the update from the release drops, each with a
 #   WARNING).
 legacy() { [ "$1" = 0.1.0 ]; }
-refused() { [ "$1" = 0.1.0 ]; }
+refused() { [ "$1" = 0.1.0 ] || [ "$1" = 0.2.0 ]; }	# 0.2.0: no entries (decisions/0092)
 eve_sql() {
 	if legacy "$1"; then
 		echo "CREATE TEMP VIEW kz_probe AS SELECT kizunasync._key_type_ok('int4') AS ok;"
@@ -100,12 +100,14 @@ eve_sql() {
 	echo "CREATE TEMP VIEW kz_peek AS SELECT pk FROM kizunasync.changelog;
 CREATE TEMP TABLE kz_rows (r kizunasync.changelog);"
 }
-eve_dropped() { if legacy "$1"; then echo 3; else echo 0; fi; }
+# (from 0.2.0 the update drops the tables changelog and tombstones: her view
+# over one and her table of its row type)
+eve_dropped() { if legacy "$1"; then echo 3; else echo 2; fi; }
 
 # the content of the given schemas; a NULL column is left out, so a column
 # a version adds compares equal to its absence
 contents() {
-	q "$1" -v schemas="$2" -f "$T_DIR/contents.sql" | python3 -c '
+	q "$1" -v schemas="$2" ${3:+-v views="$3"} -f "$T_DIR/contents.sql" | python3 -c '
 import json, sys
 for line in sys.stdin:
     name, _, rest = line.rstrip("\n").partition(" ")
@@ -201,6 +203,24 @@ label_rows() {
 	q "$1" -c "SELECT 'entry ' || table_name || ' ' || pk || ' ' || coalesce(bucket_value, '<null>') FROM kizunasync.changelog WHERE table_name LIKE 'lab\_%'
 		UNION ALL SELECT 'tombstone ' || table_name || ' ' || pk || ' ' || bucket_value FROM kizunasync.tombstones WHERE table_name LIKE 'lab\_%'
 		UNION ALL SELECT 'grant ' || table_name || ' ' || bucket_value FROM kizunasync.bucket_grants WHERE table_name LIKE 'lab\_%' ORDER BY 1"
+}
+
+# contents() of a database of this version in the layout of 0.1.0's tables:
+# changelog and tombstones are views of the entries since 0.2.0
+# (decisions/0092), read through them, and the entries and bucket labels
+# they read and the synced tables' numbers are left out
+contents_as_tables() {
+	contents "$1" kizunasync changelog,tombstones |
+		grep -v '^kizunasync.entries \|^kizunasync.buckets \|^kizunasync.synced_tables_id_seq ' |
+		python3 -c '
+import json, sys
+for line in sys.stdin:
+    name, _, rest = line.rstrip("\n").partition(" ")
+    if name == "kizunasync.synced_tables":
+        row = json.loads(rest)
+        row.pop("id", None)
+        rest = json.dumps(row, sort_keys=True)
+    print(name, rest)' | LC_ALL=C sort
 }
 
 # ---------------------------------------------------------------- releases
@@ -338,9 +358,10 @@ for from in $releases; do
 	release_swap
 	check "$L: an update path exists ($(q $OLD -c "SELECT coalesce(path, 'none') FROM pg_extension_update_paths('kizunasync') WHERE source = '$from' AND target = '$DEFAULT'"))" \
 		"$(q $OLD -c "SELECT path IS NOT NULL FROM pg_extension_update_paths('kizunasync') WHERE source = '$from' AND target = '$DEFAULT'")" t
-	# a database not updated yet: the library refuses its 0.1.0 entry points
+	# a database not updated yet: the library refuses 0.1.0's entry points
 	# (their SECURITY DEFINER declarations would run it as the extension
-	# owner) and says what to do; nothing is written
+	# owner) and any release's without the entries (0.2.0: it cannot read
+	# their bookkeeping), says what to do, and writes nothing
 	contents $PENDING kizunasync > "$O/pending.before"
 	{ echo "\\set ON_ERROR_STOP 0"
 	  echo "SET ROLE authenticated;"
@@ -409,11 +430,11 @@ for from in $releases; do
 	# compared by effect: their rows may legitimately be normalized; the
 	# verdict ledger is narrowed, decisions/0033, and compared by what a
 	# replay reads)
-	contents $OLD kizunasync > "$O/after.bookkeeping"
+	contents_as_tables $OLD > "$O/after.bookkeeping"
 	# (the bucket-label tables' labels change: checked below)
 	# (retention_runs is new in 0.2.0 and starts empty: issue 31, decisions/0003)
-	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|^kizunasync.verdicts \|^kizunasync.retention_runs\|"table_name": "lab_' "$O/before.bookkeeping" > "$O/before.bookkeeping.kept"
-	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|^kizunasync.verdicts \|^kizunasync.retention_runs\|"table_name": "lab_' "$O/after.bookkeeping" > "$O/after.bookkeeping.kept"
+	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|^kizunasync.verdicts \|^kizunasync.retention_runs\|"table_name": "lab_' "$O/before.bookkeeping" | LC_ALL=C sort > "$O/before.bookkeeping.kept"
+	grep -v '^kizunasync.settings \|^kizunasync.reap_state \|^kizunasync.verdicts \|^kizunasync.retention_runs\|"table_name": "lab_' "$O/after.bookkeeping" | LC_ALL=C sort > "$O/after.bookkeeping.kept"
 	check_same "$L: the update keeps every bookkeeping row and sequence (settings, reap_state and verdicts aside)" \
 		"$O/before.bookkeeping.kept" "$O/after.bookkeeping.kept"
 	ledger_narrow $OLD > "$O/after.verdicts" 2>&1
@@ -501,8 +522,8 @@ SQL
 	# left out here and judged by its effect below)
 	# (its ledger rows keep the verdict in the $from form, their narrow
 	# columns NULL, which contents() leaves out)
-	contents $REF kizunasync | grep -v '^kizunasync.conflict_journal_id_seq \|^kizunasync.retention_runs' > "$O/old.bookkeeping"
-	contents kz_t_up_olddump kizunasync 2> "$O/old-restored.bookkeeping.err" |
+	contents $REF kizunasync | grep -v '^kizunasync.conflict_journal_id_seq \|^kizunasync.retention_runs' | LC_ALL=C sort > "$O/old.bookkeeping"
+	contents_as_tables kz_t_up_olddump 2> "$O/old-restored.bookkeeping.err" |
 		grep -v '^kizunasync.conflict_journal_id_seq \|^kizunasync.retention_runs' > "$O/old-restored.bookkeeping"
 	check_same "$L: the $from dump, restored into $DEFAULT: every bookkeeping row and change_seq equal" "$O/old.bookkeeping" "$O/old-restored.bookkeeping"
 	if legacy "$from"; then

@@ -300,10 +300,10 @@ class Fuzz:
             (8, "membership", self.membership),
             (2, "column privilege", self.column_privilege),
             (2, "compact", lambda: "SELECT kizunasync.compact_changelog() IS NOT NULL AS compacted;"),
-            (2, "reap", lambda: "UPDATE kizunasync.tombstones SET deleted_at = now() - interval '400 days'"
-             " WHERE seq IN (SELECT seq FROM kizunasync.tombstones ORDER BY seq LIMIT %d);"
+            (2, "reap", lambda: "UPDATE kizunasync.entries SET deleted_at = now() - interval '400 days'"
+             " WHERE kind = 'd' AND seq IN (SELECT seq FROM kizunasync.tombstones ORDER BY seq LIMIT %d);"
              "SELECT kizunasync.reap_tombstones() IS NOT NULL AS reaped;" % rng.randint(1, 20)),
-            (2, "vacuum", lambda: "VACUUM kizunasync.changelog; VACUUM kizunasync.tombstones;"),
+            (2, "vacuum", lambda: "VACUUM kizunasync.entries;"),
             (25, "pull", None),
         ]
         if self.writes_only:

@@ -1,22 +1,22 @@
 /*-------------------------------------------------------------------------
  *
- * reap.h
+ * entry_reap.h
  *	  The reap's walks over the tombstones in seq order: a call costs what
- *	  it removes plus a probe per walk (decisions/0003).  Implemented in
- *	  src/reap.c.
+ *	  it removes plus a probe per walk (decisions/0003).  With entry.c and
+ *	  entry_read.c, the code that knows the entries' layout (decisions/
+ *	  0092).  Implemented in src/entry_reap.c.
  *
  *-------------------------------------------------------------------------
  */
-#ifndef KZ_REAP_H
-#define KZ_REAP_H
+#ifndef KZ_ENTRY_REAP_H
+#define KZ_ENTRY_REAP_H
 
 #include "utils/timestamp.h"
 
-/* The TTL of each synced table, sorted by name (bytewise, as "C" sorts). */
+/* The TTL of each synced table, sorted by its id (synced_tables.id). */
 typedef struct KzReapTtl
 {
-	const char *table_name;
-	int			len;
+	int32		tid;
 	int32		ttl_days;
 	TimestampTz cutoff;			/* now() - ttl_days: older tombstones are due */
 } KzReapTtl;
@@ -59,4 +59,4 @@ typedef struct KzReapBudget
 extern int64 kz_reap_walk(int32 ttl_days, TimestampTz cutoff, int64 from_seq,
 						  const KzReapTtls *ttls, KzReapBudget *budget);
 
-#endif							/* KZ_REAP_H */
+#endif							/* KZ_ENTRY_REAP_H */

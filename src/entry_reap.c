@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
- * reap.c
- *	  The reap's walks over the tombstones in seq order (reap.h).
+ * entry_reap.c
+ *	  The reap's walks over the tombstones in seq order (entry_reap.h),
+ *	  through the entries' index of tombstones (seq, WHERE kind = 'd').
  *
  *	  Tombstones are numbered when they are written (decisions/0010), so
  *	  their seq order is nearly their deleted_at order: a walk in seq order
@@ -41,7 +42,7 @@
 #include "utils/snapmgr.h"
 
 #include "bookkeeping.h"
-#include "reap.h"
+#include "entry_reap.h"
 
 /*
  * A walk of a TTL stops after this many tombstones in a row that are not
@@ -72,9 +73,9 @@ reap_attnum(Relation rel, const char *name)
 	return InvalidAttrNumber;	/* keep compiler quiet */
 }
 
-/* The table's entry of ttls (bytewise, as "C" sorts), or NULL. */
+/* The table's entry of ttls, or NULL. */
 static const KzReapTtl *
-reap_table(const KzReapTtls *ttls, const char *name, int len)
+reap_table(const KzReapTtls *ttls, int32 tid)
 {
 	int			lo = 0,
 				hi = ttls->ntables - 1;
@@ -83,13 +84,10 @@ reap_table(const KzReapTtls *ttls, const char *name, int len)
 	{
 		int			mid = lo + (hi - lo) / 2;
 		const KzReapTtl *t = &ttls->tables[mid];
-		int			cmp = memcmp(name, t->table_name, Min(len, t->len));
 
-		if (cmp == 0)
-			cmp = (len > t->len) - (len < t->len);
-		if (cmp == 0)
+		if (t->tid == tid)
 			return t;
-		if (cmp < 0)
+		if (tid < t->tid)
 			hi = mid - 1;
 		else
 			lo = mid + 1;
@@ -101,10 +99,10 @@ int64
 kz_reap_walk(int32 ttl_days, TimestampTz cutoff, int64 from_seq, const KzReapTtls *ttls,
 			 KzReapBudget *b)
 {
-	Relation	heap = table_open(kz_bk_relid("tombstones"), RowExclusiveLock);
-	Relation	index = index_open(kz_bk_relid("tombstones_pkey"), AccessShareLock);
+	Relation	heap = table_open(kz_bk_relid("entries"), RowExclusiveLock);
+	Relation	index = index_open(kz_bk_relid("entries_tomb_idx"), AccessShareLock);
 	AttrNumber	a_seq = reap_attnum(heap, "seq");
-	AttrNumber	a_table = reap_attnum(heap, "table_name");
+	AttrNumber	a_tid = reap_attnum(heap, "tid");
 	AttrNumber	a_deleted = reap_attnum(heap, "deleted_at");
 	CommandId	cid = GetCurrentCommandId(true);
 	SnapshotData dirty;
@@ -124,7 +122,6 @@ kz_reap_walk(int32 ttl_days, TimestampTz cutoff, int64 from_seq, const KzReapTtl
 	{
 		bool		isnull;
 		int64		seq;
-		text	   *name;
 		const KzReapTtl *t;
 		int32		ttl;
 		TimestampTz deleted_at;
@@ -145,8 +142,7 @@ kz_reap_walk(int32 ttl_days, TimestampTz cutoff, int64 from_seq, const KzReapTtl
 		/* set by the dirty snapshot for this tuple: another transaction's insert or delete */
 		held = TransactionIdIsValid(dirty.xmin) || TransactionIdIsValid(dirty.xmax);
 		deleted_at = DatumGetTimestampTz(slot_getattr(slot, a_deleted, &isnull));
-		name = DatumGetTextPP(slot_getattr(slot, a_table, &isnull));
-		t = reap_table(ttls, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
+		t = reap_table(ttls, DatumGetInt32(slot_getattr(slot, a_tid, &isnull)));
 		ttl = t ? t->ttl_days : ttls->default_days;
 		if (ttl_days == 0)
 		{
