@@ -568,6 +568,17 @@ kz_entry_scan_bucket(KzEntryScan *s, int64 bucket, int64 lo, int64 hi)
 	entry_scan_begin(s, ENTRIES_PAIR_IDX, 3, key, ForwardScanDirection);
 }
 
+void
+kz_entry_scan_bucket_again(KzEntryScan *s, int64 bucket, int64 lo, int64 hi)
+{
+	ScanKeyData key[3];
+
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(bucket));
+	ScanKeyInit(&key[1], 2, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(lo));
+	ScanKeyInit(&key[2], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(hi));
+	index_rescan(s->scan, key, 3, NULL, 0);
+}
+
 bool
 kz_entry_scan_next(KzEntryScan *s, int64 *seq, HeapTupleHeader *htup)
 {

@@ -145,6 +145,9 @@ typedef struct KzEntryScan
 extern void kz_entry_scan_seqs(KzEntryScan *s, int64 lo, int64 hi, ScanDirection dir);
 extern void kz_entry_scan_bucket(KzEntryScan *s, int64 bucket, int64 lo, int64 hi);
 
+/* The same scan of a bucket scan, now over another bucket (one descent, no reopening). */
+extern void kz_entry_scan_bucket_again(KzEntryScan *s, int64 bucket, int64 lo, int64 hi);
+
 /* The next tuple: its seq and header (valid until the next call). */
 extern bool kz_entry_scan_next(KzEntryScan *s, int64 *seq, HeapTupleHeader *htup);
 extern void kz_entry_scan_end(KzEntryScan *s);

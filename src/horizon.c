@@ -337,20 +337,18 @@ kz_horizon_highest_visible(int64 floor, int64 L, Snapshot snap)
 /*
  * Add to holes the pending seqs in [lo, hi] among the entries of one
  * (table, bucket value) pair, ascending, through the pair index with
- * SnapshotAny; stop after limit of them.  A seq any of whose tuple
- * versions is pending is a hole, so versions need no grouping here.
+ * SnapshotAny (es, positioned on the pair's range); stop after limit of
+ * them.  A seq any of whose tuple versions is pending is a hole, so
+ * versions need no grouping here.
  */
 static void
-horizon_scan_pair(const KzBucketPair *pair, int64 lo, int64 hi, Snapshot snap, int limit,
-				  KzSeqList *holes)
+horizon_scan_pair(KzEntryScan *es, Snapshot snap, int limit, KzSeqList *holes)
 {
-	KzEntryScan es;
 	int64		s;
 	HeapTupleHeader htup;
 	int			found = 0;
 
-	kz_entry_scan_bucket(&es, pair->bucket, lo, hi);
-	while (found < limit && kz_entry_scan_next(&es, &s, &htup))
+	while (found < limit && kz_entry_scan_next(es, &s, &htup))
 	{
 		if (horizon_tuple_state(htup, snap) == KZ_ENTRY_PENDING)
 		{
@@ -360,14 +358,18 @@ horizon_scan_pair(const KzBucketPair *pair, int64 lo, int64 hi, Snapshot snap, i
 		}
 		CHECK_FOR_INTERRUPTS();
 	}
-	kz_entry_scan_end(&es);
 }
 
-/* The first limit pending seqs in [lo, hi] of the pairs, ascending. */
+/*
+ * The first limit pending seqs in [lo, hi] of the pairs, ascending.  One
+ * scan, rescanned for each pair: a pair costs one descent and its entries
+ * in the range (what the page read of it).
+ */
 static void
 horizon_pair_holes(const KzBucketPair *pairs, int npairs, int64 lo, int64 hi,
 				   Snapshot snap, int limit, KzSeqList *holes)
 {
+	KzEntryScan es;
 	int			i;
 
 	if (lo < 1)
@@ -375,8 +377,16 @@ horizon_pair_holes(const KzBucketPair *pairs, int npairs, int64 lo, int64 hi,
 	if (npairs <= 0 || lo > hi)
 		return;
 	for (i = 0; i < npairs; i++)
-		if (i == 0 || pairs[i].bucket != pairs[i - 1].bucket)
-			horizon_scan_pair(&pairs[i], lo, hi, snap, limit, holes);
+	{
+		if (i > 0 && pairs[i].bucket == pairs[i - 1].bucket)
+			continue;
+		if (i == 0)
+			kz_entry_scan_bucket(&es, pairs[i].bucket, lo, hi);
+		else
+			kz_entry_scan_bucket_again(&es, pairs[i].bucket, lo, hi);
+		horizon_scan_pair(&es, snap, limit, holes);
+	}
+	kz_entry_scan_end(&es);
 	seqlist_sort_unique(holes);
 	if (holes->n > limit)
 		holes->n = limit;

@@ -25,7 +25,7 @@
 
 /* The buckets argument (argument 0 of pull), parsed and checked (request_pull.h). */
 void
-kz_pull_parse_buckets(FunctionCallInfo fcinfo, KzPullRequest *req)
+kz_pull_parse_buckets(FunctionCallInfo fcinfo, int max_buckets, KzPullRequest *req)
 {
 	Jsonb	   *bj;
 	char	   *btext;
@@ -43,14 +43,14 @@ kz_pull_parse_buckets(FunctionCallInfo fcinfo, KzPullRequest *req)
 	 * JSON text is at most about twice its size, so this is a loose bound;
 	 * the parser checks the text length exactly.
 	 */
-	if (toast_raw_datum_size(PG_GETARG_DATUM(0)) > 2 * (Size) KZ_PULL_MAX_TEXT)
+	if (toast_raw_datum_size(PG_GETARG_DATUM(0)) > 2 * kz_pull_max_text(max_buckets))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("buckets is too large"),
-				 errdetail("The limit is %d bytes of JSON text.", KZ_PULL_MAX_TEXT)));
+				 errdetail("The limit is %zu bytes of JSON text.", kz_pull_max_text(max_buckets))));
 	bj = PG_GETARG_JSONB_P(0);
 	btext = JsonbToCString(NULL, &bj->root, VARSIZE(bj));
-	if (kz_pull_request_parse(btext, strlen(btext), palloc, req, &rerr) != 0)
+	if (kz_pull_request_parse(btext, strlen(btext), max_buckets, palloc, req, &rerr) != 0)
 		kz_raise_request_error(&rerr);
 }
 

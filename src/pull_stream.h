@@ -13,8 +13,10 @@
 #ifndef KZ_PULL_STREAM_H
 #define KZ_PULL_STREAM_H
 
+#include "utils/snapshot.h"
 #include "utils/timestamp.h"
 
+#include "entry_window.h"
 #include "horizon.h"
 #include "pull_gates.h"
 
@@ -22,7 +24,8 @@
  * A source of candidates: the entries of one (table, bucket value) pair,
  * its rows and, when the caller holds the pair's grant, its tombstones;
  * label is the bucket value text ('' for an unbucketed table), bucket its
- * number (entry.h).
+ * number (entry.h).  Its window is read lazily, a few entries at a time
+ * (buf), as many as the merge is likely to take from it.
  */
 typedef struct KzPullSource
 {
@@ -31,7 +34,15 @@ typedef struct KzPullSource
 	int64		bucket;
 	Jsonb	   *bucket_json;	/* the normalised bucket value (bucketed tables) */
 	bool		granted;		/* the caller holds the pair's grant: tombstones too */
-	bool		exhausted;		/* nothing left in the window */
+	bool		exhausted;		/* nothing left in the window past buf */
+	int		   *scopes;			/* the request's entries naming this pair */
+	int			nscopes;
+	KzEntryRow *buf;			/* read ahead, in seq order: buf[next .. nbuf-1] */
+	int			nbuf;
+	int			next;
+	int			cap;
+	int64		read_to;		/* the last seq read */
+	int64		taken;			/* entries the merge took from it */
 } KzPullSource;
 
 typedef struct KzCandidate
@@ -50,8 +61,19 @@ typedef struct KzPullStream
 {
 	int			nsources;
 	KzPullSource *sources;
-	int64		window_pos;		/* next window fetch: seq > window_pos */
+	int		   *by_bucket;		/* source indexes ordered by bucket number */
+	int		   *null_scopes;	/* scopes naming a null bucket value (no source) */
+	int			nnull_scopes;
+	int64		window_pos;		/* the window: seq > window_pos ... */
 	int64		window_hi;		/* ... and seq <= window_hi */
+	Snapshot	snap;
+	KzEntryWindow win;
+	bool		win_open;
+	bool		started;		/* every source has been read once */
+	int		   *heap;			/* sources with entries in buf: a min-heap by next seq */
+	int			nheap;
+	int64		last_seq;		/* the last window candidate handed out */
+	int64		taken;			/* entries the merge took from the sources */
 	KzCandidate *hole_cands;	/* incoming holes now visible, in seq order */
 	int			nhole_cands;
 	int			hole_next;
@@ -61,10 +83,14 @@ typedef struct KzPullStream
  * Sources for the scopes: one for each distinct (table, bucket value)
  * pair: its row entries and, when sub holds a grant for the pair, its
  * tombstones.  A null bucket value matches nothing; without sub there are
- * no grants and so no tombstones.
+ * no grants and so no tombstones.  Entries are read from snap (NULL: the
+ * stream only names its pairs) until kz_stream_end.
  */
 extern void kz_stream_init(KzPullStream *s, const KzPullTables *pt, const char *sub,
-						   int64 window_pos, int64 window_hi);
+						   Snapshot snap, int64 window_pos, int64 window_hi);
+
+/* Close what the stream's reads opened (their memory stays). */
+extern void kz_stream_end(KzPullStream *s);
 
 /* The requested pairs, for classifying holes (horizon.h). */
 extern int	kz_stream_pairs(const KzPullStream *s, KzBucketPair **pairs);
@@ -80,13 +106,16 @@ extern void kz_stream_add_holes(KzPullStream *s, const int64 *holes, int nholes)
  * grant it has not replayed from none, so such a page is not answered
  * there (decisions/0085).
  */
-extern const KzPullSource *kz_stream_ungranted_tombstones(const KzPullStream *s, int64 lo,
+extern const KzPullSource *kz_stream_ungranted_tombstones(KzPullStream *s, int64 lo,
 														   int64 hi, const int64 *holes,
 														   int nholes);
 
 /*
  * The next (at most) need candidates, in stream order.  Returns how many;
- * 0 at the end of the stream.
+ * 0 at the end of the stream.  The window is a merge by seq of the
+ * sources' windows, each read a few entries at a time as the merge
+ * reaches them: what a page reads is what it hands out, plus one read per
+ * source and what each read ahead (decisions/0025).
  */
 extern int	kz_stream_next(KzPullStream *s, KzCandidate *batch, int need);
 
@@ -108,8 +137,11 @@ extern void kz_stream_render(const KzPullTables *pt, KzCandidate *batch, int n);
 /*
  * Is the candidate's rendered row in one of the scopes of its table?  A
  * changelog candidate is delivered when it is; a tombstone candidate when
- * it is not (the row is gone from what the caller may see).
+ * it is not (the row is gone from what the caller may see).  Only the
+ * scopes whose bucket value has the row's label can match (bucketlabel.h),
+ * so only those are tried.
  */
-extern bool kz_stream_in_scope(const KzPullTables *pt, const KzCandidate *c);
+extern bool kz_stream_in_scope(const KzPullStream *s, const KzPullTables *pt,
+							   const KzCandidate *c);
 
 #endif							/* KZ_PULL_STREAM_H */
