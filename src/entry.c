@@ -543,6 +543,7 @@ entry_scan_begin(KzEntryScan *s, const char *index, int nkeys, ScanKey keys, Sca
 	s->slot = table_slot_create(s->heap, NULL);
 	s->dir = dir;
 	s->seen = 0;
+	s->a_bucket = attnameAttNum(s->heap, "bucket", false);
 	s->scan = index_beginscan(s->heap, s->index, SnapshotAny, nkeys, 0);
 	index_rescan(s->scan, keys, nkeys, NULL, 0);
 }
@@ -594,6 +595,14 @@ kz_entry_scan_next(KzEntryScan *s, int64 *seq, HeapTupleHeader *htup)
 	Assert(!should_free);
 	*htup = tup->t_data;
 	return true;
+}
+
+int64
+kz_entry_scan_bucket_of(KzEntryScan *s)
+{
+	bool		isnull;
+
+	return DatumGetInt64(slot_getattr(s->slot, s->a_bucket, &isnull));
 }
 
 void

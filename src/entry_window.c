@@ -65,14 +65,23 @@ kz_entry_window_begin(KzEntryWindow *w, Snapshot snap)
 	w->a_snapshot = window_att(w->heap, "snapshot");
 }
 
+/* The seq index, opened at its first use. */
+static void
+window_open_seq_index(KzEntryWindow *w)
+{
+	if (w->seq_index == NULL)
+		w->seq_index = index_open(kz_bk_relid(ENTRIES_SEQ_IDX), AccessShareLock);
+}
+
 void
 kz_entry_window_end(KzEntryWindow *w)
 {
 	if (w->seq_scan != NULL)
-	{
 		index_endscan(w->seq_scan);
+	if (w->range_scan != NULL)
+		index_endscan(w->range_scan);
+	if (w->seq_index != NULL)
 		index_close(w->seq_index, NoLock);
-	}
 	index_endscan(w->pair_scan);
 	ExecDropSingleTupleTableSlot(w->slot);
 	index_close(w->pair_index, NoLock);
@@ -167,7 +176,7 @@ kz_entry_window_seq(KzEntryWindow *w, int64 seq, int64 *bucket)
 
 	if (w->seq_scan == NULL)
 	{
-		w->seq_index = index_open(kz_bk_relid(ENTRIES_SEQ_IDX), AccessShareLock);
+		window_open_seq_index(w);
 		w->seq_scan = index_beginscan(w->heap, w->seq_index, w->snap, 1, 0);
 	}
 	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(seq));
@@ -175,6 +184,38 @@ kz_entry_window_seq(KzEntryWindow *w, int64 seq, int64 *bucket)
 	w->have = index_getnext_slot(w->seq_scan, ForwardScanDirection, w->slot);
 	if (w->have)
 		*bucket = DatumGetInt64(slot_getattr(w->slot, w->a_bucket, &isnull));
+	return w->have;
+}
+
+void
+kz_entry_window_range(KzEntryWindow *w, int64 after, int64 hi)
+{
+	ScanKeyData key[2];
+
+	w->have = false;
+	if (w->range_scan == NULL)
+	{
+		window_open_seq_index(w);
+		w->range_scan = index_beginscan(w->heap, w->seq_index, w->snap, 2, 0);
+	}
+	ScanKeyInit(&key[0], 1, BTGreaterStrategyNumber, F_INT8GT, Int64GetDatum(after));
+	ScanKeyInit(&key[1], 1, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(hi));
+	index_rescan(w->range_scan, key, 2, NULL, 0);
+}
+
+bool
+kz_entry_window_range_next(KzEntryWindow *w, int64 *seq, int64 *bucket)
+{
+	bool		isnull;
+
+	Assert(w->range_scan != NULL);
+	w->have = index_getnext_slot(w->range_scan, ForwardScanDirection, w->slot);
+	if (w->have)
+	{
+		*seq = DatumGetInt64(slot_getattr(w->slot, w->a_seq, &isnull));
+		*bucket = DatumGetInt64(slot_getattr(w->slot, w->a_bucket, &isnull));
+	}
+	CHECK_FOR_INTERRUPTS();
 	return w->have;
 }
 

@@ -58,6 +58,7 @@ typedef struct KzEntryWindow
 	Relation	seq_index;		/* opened at the first read by seq */
 	struct IndexScanDescData *pair_scan;
 	struct IndexScanDescData *seq_scan;
+	struct IndexScanDescData *range_scan;
 	struct TupleTableSlot *slot;
 	Snapshot	snap;
 	bool		have;			/* slot holds the entry kz_entry_window_seq found */
@@ -89,7 +90,20 @@ extern int	kz_entry_window_read(KzEntryWindow *w, const KzEntryQuery *q, int64 a
  */
 extern bool kz_entry_window_seq(KzEntryWindow *w, int64 seq, int64 *bucket);
 
-/* Is the entry kz_entry_window_seq found one that q asks for?  Then *out. */
+/*
+ * The entries the snapshot sees with seq in (after, hi], ascending by seq
+ * through the seq index, whatever their bucket: kz_entry_window_range
+ * starts the walk, each kz_entry_window_range_next gives the next one's
+ * seq and bucket number (false at the end) and keeps it at hand for
+ * kz_entry_window_match, as kz_entry_window_seq does.
+ */
+extern void kz_entry_window_range(KzEntryWindow *w, int64 after, int64 hi);
+extern bool kz_entry_window_range_next(KzEntryWindow *w, int64 *seq, int64 *bucket);
+
+/*
+ * Is the entry kz_entry_window_seq or kz_entry_window_range_next found one
+ * that q asks for?  Then *out.
+ */
 extern bool kz_entry_window_match(KzEntryWindow *w, const KzEntryQuery *q, KzEntryRow *out);
 
 #endif							/* KZ_ENTRY_WINDOW_H */

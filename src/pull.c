@@ -482,7 +482,7 @@ pull_attempt(PullCall *pc, Snapshot snap, PullPage *pg)
 	kz_stream_end(&s);
 	npairs = kz_stream_pairs(&s, &pairs);
 	kz_horizon_settle(cur->high_water, pos, pending, npending, pg->own, pg->nown,
-					  rs.reaped_seq, pairs, npairs, snap, KZ_CURSOR_MAX_HOLES, &hz);
+					  rs.reaped_seq, pairs, npairs, kz_stream_read_by_seq(&s), snap, KZ_CURSOR_MAX_HOLES, &hz);
 	if (rs.have_first_seq && hz.high_water > cur->high_water && hz.high_water < rs.first_seq)
 	{
 		/*

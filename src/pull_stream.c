@@ -134,8 +134,9 @@ kz_stream_init(KzPullStream *s, const KzPullTables *pt, const char *sub, Snapsho
 {
 	int			nscopes = Max(pt->nscopes, 1);
 	StreamPair *pairs = palloc(sizeof(StreamPair) * nscopes);
-	int		   *first = palloc(sizeof(int) * nscopes);	/* scope -> its pair's first scope */
-	int		   *source_of = palloc(sizeof(int) * nscopes);	/* first scope -> source */
+	int		   *pair_at = palloc(sizeof(int) * nscopes);	/* scope -> its place in pairs */
+	int		   *run_start = palloc(sizeof(int) * nscopes);	/* place -> its run's first place */
+	int		   *run_end = palloc(sizeof(int) * nscopes);	/* run's first place -> past its last */
 	int			npairs;
 	int			i;
 
@@ -148,43 +149,42 @@ kz_stream_init(KzPullStream *s, const KzPullTables *pt, const char *sub, Snapsho
 
 	/*
 	 * One source per distinct pair, in the order of the request's first
-	 * entry naming it; found by sorting, so that a thousand entries cost
-	 * K log K, not K^2.
+	 * entry naming it, with the entries naming it in request order: found
+	 * by sorting (a run of equal pairs, ordered by entry), so that a
+	 * thousand entries cost K log K in time and K in memory, not K^2.
 	 */
 	npairs = stream_scope_pairs(s, pt, pairs);
 	qsort(pairs, npairs, sizeof(StreamPair), stream_cmp_pair);
 	for (i = 0; i < pt->nscopes; i++)
-		first[i] = -1;
+		pair_at[i] = -1;
 	for (i = 0; i < npairs; i++)
 	{
 		bool		same = i > 0 && pairs[i - 1].bucket == pairs[i].bucket &&
 			pairs[i - 1].table == pairs[i].table &&
 			strcmp(pairs[i - 1].label, pairs[i].label) == 0;
 
-		first[pairs[i].scope] = same ? first[pairs[i - 1].scope] : pairs[i].scope;
+		pair_at[pairs[i].scope] = i;
+		run_start[i] = same ? run_start[i - 1] : i;
+		run_end[run_start[i]] = i + 1;
 	}
 	for (i = 0; i < pt->nscopes; i++)
 	{
+		int			p = pair_at[i];
+		int			r;
+		int			k;
 		KzPullSource *src;
 
-		if (first[i] < 0)
-			continue;
-		if (first[i] == i)
-		{
-			int			p;
-
-			for (p = 0; pairs[p].scope != i; p++)
-				;
-			src = &s->sources[s->nsources];
-			source_of[i] = s->nsources++;
-			src->table = pairs[p].table;
-			src->label = pairs[p].label;
-			src->bucket = pairs[p].bucket;
-			src->bucket_json = pairs[p].bucket_json;
-			src->scopes = palloc(sizeof(int) * nscopes);
-		}
-		src = &s->sources[source_of[first[i]]];
-		src->scopes[src->nscopes++] = i;
+		if (p < 0 || run_start[p] != p)
+			continue;			/* no pair, or not the first entry naming it */
+		r = run_end[p];
+		src = &s->sources[s->nsources++];
+		src->table = pairs[p].table;
+		src->label = pairs[p].label;
+		src->bucket = pairs[p].bucket;
+		src->bucket_json = pairs[p].bucket_json;
+		src->scopes = palloc(sizeof(int) * (r - p));
+		for (k = p; k < r; k++)
+			src->scopes[src->nscopes++] = pairs[k].scope;
 	}
 	s->by_bucket = palloc(sizeof(int) * Max(s->nsources, 1));
 	for (i = 0; i < s->nsources; i++)
@@ -192,25 +192,17 @@ kz_stream_init(KzPullStream *s, const KzPullTables *pt, const char *sub, Snapsho
 	stream_sort_arg = s;
 	qsort(s->by_bucket, s->nsources, sizeof(int), stream_cmp_by_bucket);
 
-	/* the grants the caller holds, in one statement */
-	if (sub != NULL && s->nsources > 0)
-	{
-		const char **tables = palloc(sizeof(char *) * s->nsources);
-		const char **labels = palloc(sizeof(char *) * s->nsources);
-		bool	   *held = palloc(sizeof(bool) * s->nsources);
-
-		for (i = 0; i < s->nsources; i++)
-		{
-			tables[i] = s->sources[i].table->conf->table_name;
-			labels[i] = s->sources[i].label;
-		}
-		kz_grants_held_many(sub, tables, labels, s->nsources, held);
-		for (i = 0; i < s->nsources; i++)
-			s->sources[i].granted = held[i];
-	}
+	s->sub = sub;
 	pfree(pairs);
-	pfree(first);
-	pfree(source_of);
+	pfree(pair_at);
+	pfree(run_start);
+	pfree(run_end);
+}
+
+bool
+kz_stream_read_by_seq(const KzPullStream *s)
+{
+	return !s->merged;
 }
 
 void
@@ -227,18 +219,59 @@ kz_stream_pairs(const KzPullStream *s, KzBucketPair **pairs)
 	int			n = 0;
 	int			i;
 
+	/* ascending by number, each once (two colliding labels share one) */
 	*pairs = palloc(sizeof(KzBucketPair) * Max(s->nsources, 1));
 	for (i = 0; i < s->nsources; i++)
-		(*pairs)[n++].bucket = s->sources[i].bucket;
+	{
+		int64		b = s->sources[s->by_bucket[i]].bucket;
+
+		if (n == 0 || (*pairs)[n - 1].bucket != b)
+			(*pairs)[n++].bucket = b;
+	}
 	return n;
+}
+
+/*
+ * The grants the caller holds of the sources' pairs, in one statement, read
+ * when an entry of a source is first read: a pull whose window holds none
+ * (an idle or empty pull) never asks.
+ */
+static void
+stream_grants(KzPullStream *s)
+{
+	const char **tables;
+	const char **labels;
+	bool	   *held;
+	int			i;
+
+	if (s->grants_read)
+		return;
+	s->grants_read = true;
+	if (s->sub == NULL || s->nsources == 0)
+		return;
+	tables = palloc(sizeof(char *) * s->nsources);
+	labels = palloc(sizeof(char *) * s->nsources);
+	held = palloc(sizeof(bool) * s->nsources);
+	for (i = 0; i < s->nsources; i++)
+	{
+		tables[i] = s->sources[i].table->conf->table_name;
+		labels[i] = s->sources[i].label;
+	}
+	kz_grants_held_many(s->sub, tables, labels, s->nsources, held);
+	for (i = 0; i < s->nsources; i++)
+		s->sources[i].granted = held[i];
+	pfree(tables);
+	pfree(labels);
+	pfree(held);
 }
 
 /* The entries of a source: its rows, and its tombstones when granted. */
 static void
-stream_query(const KzPullSource *src, KzEntryQuery *q)
+stream_query(KzPullStream *s, const KzPullSource *src, KzEntryQuery *q)
 {
 	const KzTableConf *c = src->table->conf;
 
+	stream_grants(s);
 	memset(q, 0, sizeof(*q));
 	q->conf = c;
 	q->bucket = src->bucket;
@@ -349,7 +382,7 @@ kz_stream_add_holes(KzPullStream *s, const int64 *holes, int nholes)
 			KzEntryQuery q;
 			KzEntryRow row;
 
-			stream_query(src, &q);
+			stream_query(s, src, &q);
 			if (!kz_entry_window_match(w, &q, &row))
 				continue;
 			if (s->nhole_cands == cap)
@@ -371,6 +404,8 @@ kz_stream_ungranted_tombstones(KzPullStream *s, int64 lo, int64 hi,
 	bool	   *in_holes = palloc0(sizeof(bool) * Max(s->nsources, 1));
 	int			i;
 
+	stream_grants(s);
+
 	/* the tombstones a grant would add, among the holes ... */
 	for (i = 0; i < nholes; i++)
 	{
@@ -391,7 +426,7 @@ kz_stream_ungranted_tombstones(KzPullStream *s, int64 lo, int64 hi,
 
 			if (src->granted)
 				continue;
-			stream_query(src, &q);
+			stream_query(s, src, &q);
 			q.tombs = q.tombs_only = true;
 			if (kz_entry_window_match(w, &q, &row))
 				in_holes[s->by_bucket[k]] = true;
@@ -406,7 +441,7 @@ kz_stream_ungranted_tombstones(KzPullStream *s, int64 lo, int64 hi,
 
 		if (src->granted)
 			continue;
-		stream_query(src, &q);
+		stream_query(s, src, &q);
 		q.tombs = q.tombs_only = true;
 		if (in_holes[i] || kz_entry_window_read(stream_window(s), &q, lo, hi, 1, &row) > 0)
 			return src;
@@ -465,7 +500,7 @@ stream_fill(KzPullStream *s, KzPullSource *src, int ask)
 		src->buf = src->buf ? repalloc(src->buf, sizeof(KzEntryRow) * ask)
 			: palloc(sizeof(KzEntryRow) * ask);
 	}
-	stream_query(src, &q);
+	stream_query(s, src, &q);
 	src->nbuf = kz_entry_window_read(stream_window(s), &q, src->read_to, s->window_hi, ask,
 									 src->buf);
 	src->next = 0;
@@ -490,33 +525,101 @@ stream_ask(const KzPullStream *s, const KzPullSource *src, int want)
 	return (int) Max(1, Min(ask, (double) Max(want, 1)));
 }
 
+/* How the window is read (KzPullStream.mode). */
+#define STREAM_NEW		0		/* not yet */
+#define STREAM_RANGE	1		/* by seq, through the seq index */
+#define STREAM_MERGE	2		/* a merge of the sources' windows */
+
 /*
- * The first read of every source: an equal share of what the page needs,
- * at least one entry.
+ * The entries read by seq for no source that make the walk give way to
+ * the merge: twice the sources and a few more (a merge costs each source
+ * a descent and a read ahead).
+ */
+#define STREAM_RANGE_SLACK	2
+
+/*
+ * Start the merge after seq from: the first read of every source, an
+ * equal share of the need candidates still wanted, at least one entry.
  */
 static void
-stream_start(KzPullStream *s, int need)
+stream_merge_start(KzPullStream *s, int64 from, int need)
 {
 	int			share = Max(need / Max(s->nsources, 1), 1);
 	int			i;
 
-	s->started = true;
+	s->mode = STREAM_MERGE;
+	s->merged = true;
 	s->heap = palloc(sizeof(int) * Max(s->nsources, 1));
 	s->nheap = 0;
-	s->last_seq = s->window_pos;
-	if (s->window_pos >= s->window_hi)
-		return;					/* an empty window: nothing to read */
+	s->last_seq = from;
+	if (from >= s->window_hi)
+		return;					/* nothing left to read */
 	for (i = 0; i < s->nsources; i++)
 	{
 		KzPullSource *src = &s->sources[i];
 
-		src->read_to = s->window_pos;
+		src->read_to = from;
 		stream_fill(s, src, share);
 		if (src->nbuf > 0)
 			s->heap[s->nheap++] = i;
 	}
 	for (i = s->nheap / 2 - 1; i >= 0; i--)
 		stream_sift_down(s, i);
+}
+
+/*
+ * The window by seq: every entry the snapshot sees past the last one read,
+ * handed to the first source (in request order) of its bucket number that
+ * asks for it.  Appends to batch[n ..] up to need; returns the new n.  At
+ * the end of the window the stream ends; once it has read more entries for
+ * no source than the merge would cost, the merge takes over after the last
+ * entry read.
+ */
+static int
+stream_range(KzPullStream *s, KzCandidate *batch, int n, int need)
+{
+	KzEntryWindow *w = stream_window(s);
+
+	while (n < need)
+	{
+		int64		seq;
+		int64		bucket;
+		int			first,
+					count,
+					k;
+		bool		taken = false;
+
+		if (s->range_wasted > 2 * (int64) s->nsources + STREAM_RANGE_SLACK)
+		{
+			stream_merge_start(s, s->last_seq, need - n);
+			return n;
+		}
+		if (!kz_entry_window_range_next(w, &seq, &bucket))
+		{
+			s->mode = STREAM_MERGE;		/* with no source left: the end */
+			return n;
+		}
+		s->last_seq = seq;
+		first = stream_find_bucket(s, bucket, &count);
+		for (k = first; k < first + count && !taken; k++)
+		{
+			KzPullSource *src = &s->sources[s->by_bucket[k]];
+			KzEntryQuery q;
+			KzEntryRow row;
+
+			stream_query(s, src, &q);
+			if (kz_entry_window_match(w, &q, &row))
+			{
+				stream_candidate(&row, src, &batch[n++]);
+				src->taken++;
+				s->taken++;
+				taken = true;
+			}
+		}
+		if (!taken)
+			s->range_wasted++;
+	}
+	return n;
 }
 
 int
@@ -528,8 +631,19 @@ kz_stream_next(KzPullStream *s, KzCandidate *batch, int need)
 		batch[n++] = s->hole_cands[s->hole_next++];
 	if (n == need)
 		return n;
-	if (!s->started)
-		stream_start(s, need - n);
+	if (s->mode == STREAM_NEW)
+	{
+		s->last_seq = s->window_pos;
+		if (s->window_pos >= s->window_hi || s->nsources == 0)
+			s->mode = STREAM_MERGE;		/* an empty window: nothing to read */
+		else
+		{
+			s->mode = STREAM_RANGE;
+			kz_entry_window_range(stream_window(s), s->window_pos, s->window_hi);
+		}
+	}
+	if (s->mode == STREAM_RANGE)
+		n = stream_range(s, batch, n, need);
 	while (n < need && s->nheap > 0)
 	{
 		KzPullSource *src = &s->sources[s->heap[0]];

@@ -33,7 +33,8 @@ typedef struct KzPullSource
 	char	   *label;
 	int64		bucket;
 	Jsonb	   *bucket_json;	/* the normalised bucket value (bucketed tables) */
-	bool		granted;		/* the caller holds the pair's grant: tombstones too */
+	bool		granted;		/* the caller holds the pair's grant: tombstones too
+								 * (known once an entry was read: pull_stream.c) */
 	bool		exhausted;		/* nothing left in the window past buf */
 	int		   *scopes;			/* the request's entries naming this pair */
 	int			nscopes;
@@ -61,6 +62,8 @@ typedef struct KzPullStream
 {
 	int			nsources;
 	KzPullSource *sources;
+	const char *sub;			/* the caller's user id (NULL: none) */
+	bool		grants_read;	/* sources[].granted is known */
 	int		   *by_bucket;		/* source indexes ordered by bucket number */
 	int		   *null_scopes;	/* scopes naming a null bucket value (no source) */
 	int			nnull_scopes;
@@ -69,7 +72,9 @@ typedef struct KzPullStream
 	Snapshot	snap;
 	KzEntryWindow win;
 	bool		win_open;
-	bool		started;		/* every source has been read once */
+	int			mode;			/* STREAM_NEW, _RANGE, _MERGE (pull_stream.c) */
+	int64		range_wasted;	/* entries the walk by seq read for no source */
+	bool		merged;			/* the walk by seq gave way to the merge */
 	int		   *heap;			/* sources with entries in buf: a min-heap by next seq */
 	int			nheap;
 	int64		last_seq;		/* the last window candidate handed out */
@@ -89,10 +94,16 @@ typedef struct KzPullStream
 extern void kz_stream_init(KzPullStream *s, const KzPullTables *pt, const char *sub,
 						   Snapshot snap, int64 window_pos, int64 window_hi);
 
+/*
+ * Did the stream read its window by seq all along (it never gave way to
+ * the merge)?  Then the entries of other buckets there were few.
+ */
+extern bool kz_stream_read_by_seq(const KzPullStream *s);
+
 /* Close what the stream's reads opened (their memory stays). */
 extern void kz_stream_end(KzPullStream *s);
 
-/* The requested pairs, for classifying holes (horizon.h). */
+/* The requested pairs' numbers, ascending, each once: for classifying holes (horizon.h). */
 extern int	kz_stream_pairs(const KzPullStream *s, KzBucketPair **pairs);
 
 /* The incoming holes that are no longer pending, to deliver ahead of the window. */
@@ -112,10 +123,13 @@ extern const KzPullSource *kz_stream_ungranted_tombstones(KzPullStream *s, int64
 
 /*
  * The next (at most) need candidates, in stream order.  Returns how many;
- * 0 at the end of the stream.  The window is a merge by seq of the
- * sources' windows, each read a few entries at a time as the merge
- * reaches them: what a page reads is what it hands out, plus one read per
- * source and what each read ahead (decisions/0025).
+ * 0 at the end of the stream.  The window is read by seq through the seq
+ * index while that costs little beyond what it hands out (the entries it
+ * reads for no source stay within twice the number of sources), then as a
+ * merge by seq of the sources' windows, each read a few entries at a time
+ * as the merge reaches them: what a page reads is what it hands out plus
+ * at most about three entries and one index descent per source
+ * (decisions/0025, item 7).
  */
 extern int	kz_stream_next(KzPullStream *s, KzCandidate *batch, int need);
 
