@@ -14,6 +14,7 @@
 #include "catalog/pg_type.h"
 
 #include "entry_key.h"
+#include "pgcompat.h"
 
 #define KEY_INT		'i'
 #define KEY_UUID	'u'

@@ -8,6 +8,8 @@
  *	  where an API moved, never PG_VERSION_NUM itself.
  *
  *	  What moved, as the code uses it:
+ *	  - 16 moved the varlena macros into varatt.h, which postgres.h no
+ *		longer includes;
  *	  - 16 replaced pg_class_ownercheck, pg_namespace_aclcheck and
  *		pg_proc_aclcheck by object_ownercheck/object_aclcheck, which name
  *		the catalog;
@@ -39,6 +41,11 @@
 
 #if PG_VERSION_NUM < 150000 || PG_VERSION_NUM >= 180000
 #error "kizunasync builds against PostgreSQL 15, 16 and 17 only"
+#endif
+
+/* 16 moved the varlena macros (VARDATA, SET_VARSIZE, ...) out of postgres.h */
+#if PG_VERSION_NUM >= 160000
+#include "varatt.h"
 #endif
 
 /* This backend's local transaction id (changes with every transaction). */
