@@ -53,6 +53,7 @@
 #include "jsonbutil.h"
 #include "pull_gates.h"
 #include "pull_page.h"
+#include "pull_merge.h"
 #include "pull_stream.h"
 #include "registry.h"
 #include "request_pull.h"

@@ -72,7 +72,7 @@ typedef struct KzPullStream
 	Snapshot	snap;
 	KzEntryWindow win;
 	bool		win_open;
-	int			mode;			/* STREAM_NEW, _RANGE, _MERGE (pull_stream.c) */
+	int			mode;			/* STREAM_NEW, _RANGE, _MERGE (pull_merge.c) */
 	int64		range_wasted;	/* entries the walk by seq read for no source */
 	bool		merged;			/* the walk by seq gave way to the merge */
 	int		   *heap;			/* sources with entries in buf: a min-heap by next seq */
@@ -121,17 +121,23 @@ extern const KzPullSource *kz_stream_ungranted_tombstones(KzPullStream *s, int64
 														   int64 hi, const int64 *holes,
 														   int nholes);
 
+/* ------------------------------------------ for the window's reads (pull_merge.c) */
+
+/* The entries of a source: its rows, and its tombstones when the caller holds its grant. */
+extern void kz_stream_query(KzPullStream *s, const KzPullSource *src, KzEntryQuery *q);
+
+/* The stream's open entries (entry_window.h), opened at the first read. */
+extern KzEntryWindow *kz_stream_window(KzPullStream *s);
+
+/* The candidate for entry r of src. */
+extern void kz_stream_candidate(const KzEntryRow *r, KzPullSource *src, KzCandidate *c);
+
 /*
- * The next (at most) need candidates, in stream order.  Returns how many;
- * 0 at the end of the stream.  The window is read by seq through the seq
- * index while that costs little beyond what it hands out (the entries it
- * reads for no source stay within twice the number of sources), then as a
- * merge by seq of the sources' windows, each read a few entries at a time
- * as the merge reaches them: what a page reads is what it hands out plus
- * at most about three entries and one index descent per source
- * (decisions/0025, item 7).
+ * The first place in by_bucket of the sources numbered bucket, and how
+ * many there are (*count; two labels of a table whose numbers collide
+ * share one window: entry.c).
  */
-extern int	kz_stream_next(KzPullStream *s, KzCandidate *batch, int need);
+extern int	kz_stream_find_bucket(const KzPullStream *s, int64 bucket, int *count);
 
 /*
  * Mark the candidates whose row the pulling transaction has written (inserted,
