@@ -69,6 +69,16 @@ RESET ROLE;
 SELECT pg_stat_force_next_flush();
 SELECT (pb.entries_read() - :before_one) / 50 < 3 AS under_three_per_row;
 
+-- a few lists among 32 in small pages: the window is read by seq until it
+-- has passed more entries of other lists than twice the lists named, then
+-- by the merge from there, mid-page; every row once, in seq order, with
+-- nothing lost or repeated where the one gives way to the other
+SET ROLE authenticated;
+SELECT * FROM pb.boot(pb.lists(1, 2), 7);
+SELECT * FROM pb.boot(pb.lists(5, 12), 7);
+SELECT * FROM pb.boot(pb.lists(1, 31), 333);
+RESET ROLE;
+
 -- which scope a row matches once it moved: the device holds lists 1 and 2
 -- (pulled above, so it holds their grants).  Item 1 moves from list 1 to
 -- list 2: the row in list 2 and no tombstone of list 1 (the row is still in
