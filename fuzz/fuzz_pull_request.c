@@ -3,12 +3,17 @@
  *	  libFuzzer target for the pull request parser (src/request_pull.c).
  *	  Build and run: fuzz/run.sh 60 pull_request (fuzz/build.sh, pull_request.conf).
  *
+ *	  Each input is parsed twice: with the max_pull_buckets setting at its
+ *	  default (1,000, the limit fuzzed; fuzz/seed_pull_request.py seeds
+ *	  requests of 1,000 and 1,001 entries) and at the reference pack's 64.
  *	  Invariants checked on every input: no crash or sanitizer report, a
  *	  failure carries a 5-character SQLSTATE of class 22 or 53 and a
  *	  non-empty message, its message and detail are printable ASCII (client
- *	  text reaches them only quoted by kz_quote), and a success yields
- *	  structs within the documented limits (entry count, param count, name
- *	  and value lengths).
+ *	  text reaches them only quoted by kz_quote), a success yields structs
+ *	  within the documented limits (entry count, param count, name and value
+ *	  lengths), and the two parses agree: a request the larger limit accepts
+ *	  with at most 64 entries the smaller accepts alike, one with more it
+ *	  refuses with 22023.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -16,6 +21,9 @@
 #include <string.h>
 
 #include "request_pull.h"
+
+#define FUZZ_MAX_BUCKETS	1000	/* the setting's default (src/settings.c) */
+#define FUZZ_PACK_BUCKETS	64
 
 /* Every allocation of one parse, released together afterwards. */
 static void **arena;
@@ -60,12 +68,12 @@ check_printable(const char *s)
 }
 
 static void
-check(const KzPullRequest *req)
+check(const KzPullRequest *req, int max_buckets)
 {
 	int			i,
 				j;
 
-	if (req->nbuckets < 0 || req->nbuckets > KZ_PULL_MAX_BUCKETS)
+	if (req->nbuckets < 0 || req->nbuckets > max_buckets)
 		abort();
 	for (i = 0; i < req->nbuckets; i++)
 	{
@@ -91,27 +99,51 @@ check(const KzPullRequest *req)
 	}
 }
 
-int
-LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+/* Parse with the given limit and check the invariants; the entry count, or -1 and *err. */
+static int
+parse_checked(const uint8_t *data, size_t size, int max_buckets, KzReqError *err)
 {
 	KzPullRequest req;
-	KzReqError	err;
+	int			n = -1;
 
-	memset(&err, 0, sizeof(err));
-	if (kz_pull_request_parse((const char *) data, size, arena_alloc, &req, &err) == 0)
-		check(&req);
+	memset(err, 0, sizeof(*err));
+	if (kz_pull_request_parse((const char *) data, size, max_buckets, arena_alloc, &req, err) == 0)
+	{
+		check(&req, max_buckets);
+		n = req.nbuckets;
+	}
 	else
 	{
-		if (strlen(err.sqlstate) != 5 || err.message[0] == '\0')
+		if (strlen(err->sqlstate) != 5 || err->message[0] == '\0')
 			abort();
-		if (strncmp(err.sqlstate, "22", 2) != 0 && strncmp(err.sqlstate, "53", 2) != 0)
+		if (strncmp(err->sqlstate, "22", 2) != 0 && strncmp(err->sqlstate, "53", 2) != 0)
 			abort();
 		if (req.nbuckets != 0)
 			abort();
-		check_printable(err.message);
-		check_printable(err.detail);
+		check_printable(err->message);
+		check_printable(err->detail);
 	}
 	arena_reset();
+	return n;
+}
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	KzReqError	err;
+	int			n = parse_checked(data, size, FUZZ_MAX_BUCKETS, &err);
+	int			m = parse_checked(data, size, FUZZ_PACK_BUCKETS, &err);
+
+	/* inputs are shorter than either text limit: only the count differs */
+	if (size <= kz_pull_max_text(FUZZ_PACK_BUCKETS))
+	{
+		if (n >= 0 && n <= FUZZ_PACK_BUCKETS && m != n)
+			abort();
+		if (n > FUZZ_PACK_BUCKETS && (m != -1 || strcmp(err.sqlstate, "22023") != 0))
+			abort();
+		if (n < 0 && m >= 0)
+			abort();
+	}
 	return 0;
 }
 
@@ -125,7 +157,7 @@ main(int argc, char **argv)
 	for (i = 1; i < argc; i++)
 	{
 		FILE	   *f = fopen(argv[i], "rb");
-		static uint8_t buf[1 << 20];
+		static uint8_t buf[1 << 23];
 		size_t		n;
 
 		if (f == NULL)

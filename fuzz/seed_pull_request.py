@@ -12,6 +12,10 @@ seen.update([
     '[]', '[{"table": "t"}]', '[{"table": "t", "params": {"a": null, "b": true, "c": 7}}]',
     '[{"table": "t", "params": {"a": "x", "a": "y"}}]', '[[[[]]]]', '{"table": "t"}',
 ])
+# the bucket entry limit (the max_pull_buckets default, 1,000) and one past it,
+# and the pack's 64 and 65 (the target parses with both limits)
+for n in (64, 65, 1000, 1001):
+    seen.add(json.dumps([{'table': 't', 'params': {'list_id': i}} for i in range(n)]))
 for n, text in enumerate(sorted(seen), 1):
     with open(os.path.join(out, 'seed%03d.json' % n), 'w') as o:
         o.write(text)

@@ -543,6 +543,7 @@ entry_scan_begin(KzEntryScan *s, const char *index, int nkeys, ScanKey keys, Sca
 	s->slot = table_slot_create(s->heap, NULL);
 	s->dir = dir;
 	s->seen = 0;
+	s->a_bucket = attnameAttNum(s->heap, "bucket", false);
 	s->scan = index_beginscan(s->heap, s->index, SnapshotAny, nkeys, 0);
 	index_rescan(s->scan, keys, nkeys, NULL, 0);
 }
@@ -568,6 +569,17 @@ kz_entry_scan_bucket(KzEntryScan *s, int64 bucket, int64 lo, int64 hi)
 	entry_scan_begin(s, ENTRIES_PAIR_IDX, 3, key, ForwardScanDirection);
 }
 
+void
+kz_entry_scan_bucket_again(KzEntryScan *s, int64 bucket, int64 lo, int64 hi)
+{
+	ScanKeyData key[3];
+
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(bucket));
+	ScanKeyInit(&key[1], 2, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(lo));
+	ScanKeyInit(&key[2], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(hi));
+	index_rescan(s->scan, key, 3, NULL, 0);
+}
+
 bool
 kz_entry_scan_next(KzEntryScan *s, int64 *seq, HeapTupleHeader *htup)
 {
@@ -583,6 +595,14 @@ kz_entry_scan_next(KzEntryScan *s, int64 *seq, HeapTupleHeader *htup)
 	Assert(!should_free);
 	*htup = tup->t_data;
 	return true;
+}
+
+int64
+kz_entry_scan_bucket_of(KzEntryScan *s)
+{
+	bool		isnull;
+
+	return DatumGetInt64(slot_getattr(s->slot, s->a_bucket, &isnull));
 }
 
 void

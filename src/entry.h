@@ -140,13 +140,20 @@ typedef struct KzEntryScan
 	struct TupleTableSlot *slot;
 	ScanDirection dir;
 	int			seen;			/* tuples returned */
+	AttrNumber	a_bucket;		/* the heap's bucket column */
 } KzEntryScan;
 
 extern void kz_entry_scan_seqs(KzEntryScan *s, int64 lo, int64 hi, ScanDirection dir);
 extern void kz_entry_scan_bucket(KzEntryScan *s, int64 bucket, int64 lo, int64 hi);
 
+/* The same scan of a bucket scan, now over another bucket (one descent, no reopening). */
+extern void kz_entry_scan_bucket_again(KzEntryScan *s, int64 bucket, int64 lo, int64 hi);
+
 /* The next tuple: its seq and header (valid until the next call). */
 extern bool kz_entry_scan_next(KzEntryScan *s, int64 *seq, HeapTupleHeader *htup);
+
+/* The bucket number of the tuple kz_entry_scan_next returned last. */
+extern int64 kz_entry_scan_bucket_of(KzEntryScan *s);
 extern void kz_entry_scan_end(KzEntryScan *s);
 
 /* The highest seq with a tuple in the heap (any state), or 0. */

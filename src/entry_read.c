@@ -1,8 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * entry_read.c
- *	  The statements that read and remove entries (entry_read.h): what a
- *	  pull, push, repair, resync and retention ask of them.  With entry.c,
+ *	  The statements that read and remove entries (entry_read.h): what
+ *	  push, repair, resync and retention ask of them.  With entry.c,
  *	  the only code that knows their layout (decisions/0092).
  *
  *	  Every statement runs in a privileged section (spi.h), with fixed
@@ -14,9 +14,7 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
-#include "utils/jsonb.h"
 
 #include "entry_read.h"
 #include "spi.h"
@@ -43,91 +41,6 @@ entry_bucket_label(int64 bucket)
 		label = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	SPI_freetuptable(SPI_tuptable);
 	return label;
-}
-
-/* -------------------------------------------------- the pull's reads */
-
-int
-kz_entry_select(const KzEntryQuery *q, KzEntryRow **out)
-{
-	StringInfoData sql;
-	Oid			types[6];
-	Datum		values[6];
-	int			n = 0;
-	uint64		got;
-	uint64		i;
-	KzEntryRow *rows;
-	SPITupleTable *tt;
-
-	initStringInfo(&sql);
-	appendStringInfoString(&sql, "SELECT seq, key, kind, deleted_at, xmin FROM kizunasync.entries"
-						   " WHERE bucket OPERATOR(pg_catalog.=) $1 AND tid OPERATOR(pg_catalog.=) $2");
-	types[n] = INT8OID;
-	values[n++] = Int64GetDatum(q->bucket);
-	types[n] = INT4OID;
-	values[n++] = Int32GetDatum(q->conf->id);
-	if (q->tombs_only)
-		appendStringInfoString(&sql, " AND kind OPERATOR(pg_catalog.=) 'd'");
-	else if (!q->tombs)
-		appendStringInfoString(&sql, " AND kind OPERATOR(pg_catalog.=) 'r'");
-	if ((q->tombs || q->tombs_only) && q->snap_col != NULL)
-	{
-		appendStringInfo(&sql, " AND (%s(snapshot OPERATOR(pg_catalog.->) $%d)"
-						 " OPERATOR(pg_catalog.=) $%d)",
-						 q->tombs_only ? "" : "kind OPERATOR(pg_catalog.=) 'r' OR ", n + 1, n + 2);
-		types[n] = TEXTOID;
-		values[n++] = CStringGetTextDatum(q->snap_col);
-		types[n] = JSONBOID;
-		values[n++] = JsonbPGetDatum(q->snap_val);
-	}
-	if (q->seqs != NULL)
-	{
-		Datum	   *elems = palloc(sizeof(Datum) * Max(q->nseqs, 1));
-		int			k;
-
-		for (k = 0; k < q->nseqs; k++)
-			elems[k] = Int64GetDatum(q->seqs[k]);
-		appendStringInfo(&sql, " AND seq OPERATOR(pg_catalog.=) ANY ($%d)", n + 1);
-		types[n] = INT8ARRAYOID;
-		values[n++] = PointerGetDatum(construct_array(elems, q->nseqs, INT8OID, 8,
-													  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	}
-	else
-	{
-		appendStringInfo(&sql, " AND seq OPERATOR(pg_catalog.>) $%d AND seq OPERATOR(pg_catalog.<=) $%d",
-						 n + 1, n + 2);
-		types[n] = INT8OID;
-		values[n++] = Int64GetDatum(q->lo);
-		types[n] = INT8OID;
-		values[n++] = Int64GetDatum(q->hi);
-	}
-	appendStringInfoString(&sql, " ORDER BY seq");
-	if (q->limit > 0)
-	{
-		appendStringInfo(&sql, " LIMIT $%d", n + 1);
-		types[n] = INT8OID;
-		values[n++] = Int64GetDatum(q->limit);
-	}
-	got = kz_spi_priv(sql.data, n, types, values, NULL, true, 0, SPI_OK_SELECT);
-	pfree(sql.data);
-	tt = SPI_tuptable;
-	rows = palloc(sizeof(KzEntryRow) * Max(got, 1));
-	for (i = 0; i < got; i++)
-	{
-		HeapTuple	tup = tt->vals[i];
-		bool		isnull;
-		Datum		d;
-
-		rows[i].seq = DatumGetInt64(SPI_getbinval(tup, tt->tupdesc, 1, &isnull));
-		rows[i].pk = kz_entry_key_text(DatumGetByteaPP(SPI_getbinval(tup, tt->tupdesc, 2, &isnull)));
-		rows[i].tomb = DatumGetChar(SPI_getbinval(tup, tt->tupdesc, 3, &isnull)) == 'd';
-		d = SPI_getbinval(tup, tt->tupdesc, 4, &isnull);
-		rows[i].deleted_at = isnull ? 0 : DatumGetTimestampTz(d);
-		rows[i].xmin = DatumGetTransactionId(SPI_getbinval(tup, tt->tupdesc, 5, &isnull));
-	}
-	SPI_freetuptable(tt);
-	*out = rows;
-	return (int) got;
 }
 
 /* --------------------------------------- reads of push, repair, resync */

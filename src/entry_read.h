@@ -2,8 +2,8 @@
  *
  * entry_read.h
  *	  Reading and removing entries by statement (decisions/0092): the
- *	  pull's windows and hole candidates, the lookups of push, repair and
- *	  resync, retention.  Every function must be called inside SPI.
+ *	  lookups of push, repair and resync, retention (a pull's reads are
+ *	  entry_window.h).  Every function must be called inside SPI.
  *	  Implemented in src/entry_read.c.
  *
  *-------------------------------------------------------------------------
@@ -18,46 +18,6 @@
 
 /* The binary key of a row key text of table conf. */
 extern bytea *kz_entry_conf_key(const KzTableConf *conf, const char *pk);
-
-/* -------------------------------------------------- the pull's reads */
-
-/* One entry as a pull reads it. */
-typedef struct KzEntryRow
-{
-	int64		seq;
-	char	   *pk;
-	bool		tomb;
-	TimestampTz deleted_at;		/* tombstones */
-	TransactionId xmin;			/* of the entry's tuple */
-} KzEntryRow;
-
-/*
- * Which entries of one bucket a pull reads: rows, and tombstones when
- * tombs (only tombstones with tombs_only).  For a bucketed table a
- * tombstone must also carry the requested value in its snapshot
- * (snap_col, snap_val).  Either seq in (lo, hi] or seq among seqs.
- */
-typedef struct KzEntryQuery
-{
-	const KzTableConf *conf;
-	int64		bucket;
-	bool		tombs;
-	bool		tombs_only;
-	const char *snap_col;		/* NULL: no snapshot condition */
-	Jsonb	   *snap_val;
-	int64		lo;
-	int64		hi;
-	const int64 *seqs;			/* NULL: the range */
-	int			nseqs;
-	int64		limit;			/* 0: no limit */
-} KzEntryQuery;
-
-/*
- * The entries q asks for, ascending by seq, read from the transaction's
- * snapshot in a privileged section; rows in *out (palloc'd in the caller's
- * context).  Must be called inside SPI.
- */
-extern int	kz_entry_select(const KzEntryQuery *q, KzEntryRow **out);
 
 /* --------------------------------------- reads of push, repair, resync */
 

@@ -8,6 +8,7 @@
 #include "postgres.h"
 
 #include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 
 #include "errors.h"
@@ -31,6 +32,52 @@ kz_grants_held(const char *sub, const char *table_name, const char *bucket_value
 					3, types, vals, NULL, true, 1, SPI_OK_SELECT);
 	SPI_freetuptable(SPI_tuptable);
 	return n > 0;
+}
+
+/* A text[] of strs[0 .. n-1]. */
+static ArrayType *
+grants_text_array(const char **strs, int n)
+{
+	Datum	   *elems = palloc(sizeof(Datum) * Max(n, 1));
+	int			i;
+
+	for (i = 0; i < n; i++)
+		elems[i] = CStringGetTextDatum(strs[i]);
+	return construct_array(elems, n, TEXTOID, -1, false, TYPALIGN_INT);
+}
+
+void
+kz_grants_held_many(const char *sub, const char **tables, const char **values, int n,
+					bool *held)
+{
+	Oid			types[3] = {TEXTOID, TEXTARRAYOID, TEXTARRAYOID};
+	Datum		vals[3];
+	uint64		got;
+	uint64		i;
+
+	memset(held, 0, sizeof(bool) * n);
+	if (n <= 0)
+		return;
+	vals[0] = CStringGetTextDatum(sub);
+	vals[1] = PointerGetDatum(grants_text_array(tables, n));
+	vals[2] = PointerGetDatum(grants_text_array(values, n));
+	got = kz_spi_priv("SELECT u.i FROM ROWS FROM (pg_catalog.unnest($2), pg_catalog.unnest($3))"
+					  " WITH ORDINALITY AS u(t, v, i)"
+					  " WHERE EXISTS (SELECT 1 FROM kizunasync.bucket_grants g"
+					  "   WHERE g.user_id OPERATOR(pg_catalog.=) $1"
+					  "   AND g.table_name OPERATOR(pg_catalog.=) u.t"
+					  "   AND g.bucket_value OPERATOR(pg_catalog.=) u.v)",
+					  3, types, vals, NULL, true, 0, SPI_OK_SELECT);
+	for (i = 0; i < got; i++)
+	{
+		bool		isnull;
+		int64		k = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+													SPI_tuptable->tupdesc, 1, &isnull));
+
+		if (!isnull && k >= 1 && k <= n)
+			held[k - 1] = true;
+	}
+	SPI_freetuptable(SPI_tuptable);
 }
 
 typedef struct GrantPair

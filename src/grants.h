@@ -15,6 +15,13 @@
 extern bool kz_grants_held(const char *sub, const char *table_name, const char *bucket_value);
 
 /*
+ * held[i] = does sub hold a grant for (tables[i], values[i]), i < n: one
+ * statement for all of them (a pull naming many buckets).
+ */
+extern void kz_grants_held_many(const char *sub, const char **tables, const char **values,
+								int n, bool *held);
+
+/*
  * Record grants for sub on the pairs (tables[i], values[i]), i < n
  * (duplicates allowed).  Inserted in (table, value) order, so two pulls of
  * one user never deadlock on each other's grants.

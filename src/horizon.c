@@ -337,20 +337,18 @@ kz_horizon_highest_visible(int64 floor, int64 L, Snapshot snap)
 /*
  * Add to holes the pending seqs in [lo, hi] among the entries of one
  * (table, bucket value) pair, ascending, through the pair index with
- * SnapshotAny; stop after limit of them.  A seq any of whose tuple
- * versions is pending is a hole, so versions need no grouping here.
+ * SnapshotAny (es, positioned on the pair's range); stop after limit of
+ * them.  A seq any of whose tuple versions is pending is a hole, so
+ * versions need no grouping here.
  */
 static void
-horizon_scan_pair(const KzBucketPair *pair, int64 lo, int64 hi, Snapshot snap, int limit,
-				  KzSeqList *holes)
+horizon_scan_pair(KzEntryScan *es, Snapshot snap, int limit, KzSeqList *holes)
 {
-	KzEntryScan es;
 	int64		s;
 	HeapTupleHeader htup;
 	int			found = 0;
 
-	kz_entry_scan_bucket(&es, pair->bucket, lo, hi);
-	while (found < limit && kz_entry_scan_next(&es, &s, &htup))
+	while (found < limit && kz_entry_scan_next(es, &s, &htup))
 	{
 		if (horizon_tuple_state(htup, snap) == KZ_ENTRY_PENDING)
 		{
@@ -360,23 +358,104 @@ horizon_scan_pair(const KzBucketPair *pair, int64 lo, int64 hi, Snapshot snap, i
 		}
 		CHECK_FOR_INTERRUPTS();
 	}
-	kz_entry_scan_end(&es);
 }
 
-/* The first limit pending seqs in [lo, hi] of the pairs, ascending. */
+/* Is bucket among pairs[0 .. npairs-1] (ascending by number)? */
+static bool
+horizon_has_bucket(const KzBucketPair *pairs, int npairs, int64 bucket)
+{
+	int			lo = 0,
+				hi = npairs;
+
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (pairs[mid].bucket < bucket)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < npairs && pairs[lo].bucket == bucket;
+}
+
+/*
+ * The tuples of other buckets the walk by seq reads before it gives way to
+ * a scan per pair: twice the pairs and a few more (a pair's scan costs a
+ * descent).
+ */
+#define HORIZON_RANGE_SLACK	2
+
+/*
+ * The first limit pending seqs in [lo, hi] of the pairs (ascending by
+ * number, each once: kz_stream_pairs), ascending.  When by_seq (the page
+ * read the range by seq and found few entries of other buckets: a
+ * bootstrap or delta of many buckets), first by seq through the seq index,
+ * every tuple of the range, keeping those of the pairs: what the page read
+ * and little else.  Once it has read more tuples of other buckets than a
+ * scan per pair would cost, or from the start when not by_seq, the range
+ * is read pair by pair: one scan, rescanned for each pair, a pair costing
+ * one descent and its entries in the range.
+ */
 static void
-horizon_pair_holes(const KzBucketPair *pairs, int npairs, int64 lo, int64 hi,
+horizon_pair_holes(const KzBucketPair *pairs, int npairs, bool by_seq, int64 lo, int64 hi,
 				   Snapshot snap, int limit, KzSeqList *holes)
 {
+	KzEntryScan es;
+	int64		s;
+	int64		prev;
+	int64		last_hole;
+	HeapTupleHeader htup;
+	int64		wasted = 0;
+	int			found = 0;
+	bool		more;
 	int			i;
 
 	if (lo < 1)
 		lo = 1;
 	if (npairs <= 0 || lo > hi)
 		return;
-	for (i = 0; i < npairs; i++)
-		if (i == 0 || pairs[i].bucket != pairs[i - 1].bucket)
-			horizon_scan_pair(&pairs[i], lo, hi, snap, limit, holes);
+	s = lo;
+	more = !by_seq;
+	if (by_seq)
+	{
+		/* by seq; a seq's versions are adjacent, so it gives way between seqs */
+		kz_entry_scan_seqs(&es, lo, hi, ForwardScanDirection);
+		prev = last_hole = lo - 1;
+		while (found < limit && kz_entry_scan_next(&es, &s, &htup))
+		{
+			if (s != prev && wasted > 2 * (int64) npairs + HORIZON_RANGE_SLACK)
+			{
+				more = true;
+				break;
+			}
+			prev = s;
+			if (!horizon_has_bucket(pairs, npairs, kz_entry_scan_bucket_of(&es)))
+				wasted++;
+			else if (s != last_hole && horizon_tuple_state(htup, snap) == KZ_ENTRY_PENDING)
+			{
+				seqlist_add(holes, s);
+				last_hole = s;
+				found++;
+			}
+			CHECK_FOR_INTERRUPTS();
+		}
+		kz_entry_scan_end(&es);
+	}
+
+	/* the rest, [s, hi], pair by pair */
+	if (more)
+	{
+		for (i = 0; i < npairs; i++)
+		{
+			if (i == 0)
+				kz_entry_scan_bucket(&es, pairs[i].bucket, s, hi);
+			else
+				kz_entry_scan_bucket_again(&es, pairs[i].bucket, s, hi);
+			horizon_scan_pair(&es, snap, limit - found, holes);
+		}
+		kz_entry_scan_end(&es);
+	}
 	seqlist_sort_unique(holes);
 	if (holes->n > limit)
 		holes->n = limit;
@@ -402,8 +481,8 @@ horizon_below_run(int64 x, int64 floor, const int64 *holes, int n)
 void
 kz_horizon_settle(int64 in_hw, int64 pos, const int64 *in_pending, int n_in_pending,
 				  const int64 *own, int nown, int64 hole_floor,
-				  const KzBucketPair *pairs, int npairs, Snapshot snap, int max_holes,
-				  KzHorizon *out)
+				  const KzBucketPair *pairs, int npairs, bool by_seq, Snapshot snap,
+				  int max_holes, KzHorizon *out)
 {
 	KzSeqList	all = {NULL, 0, 0};
 	int			n_in = n_in_pending;
@@ -411,7 +490,7 @@ kz_horizon_settle(int64 in_hw, int64 pos, const int64 *in_pending, int n_in_pend
 	int64		hw = pos;
 
 	/* pending seqs in (in_hw, pos] of the requested pairs: the first that can matter */
-	horizon_pair_holes(pairs, npairs, in_hw + 1, pos, snap, max_holes + 1, &all);
+	horizon_pair_holes(pairs, npairs, by_seq, in_hw + 1, pos, snap, max_holes + 1, &all);
 
 	/*
 	 * With the incoming holes still pending (all <= in_hw) and the seqs of

@@ -63,7 +63,9 @@ extern int64 kz_horizon_highest_visible(int64 floor, int64 L, Snapshot snap);
 
 /*
  * The cursor for a page whose position is pos (every candidate <= pos of
- * the requested pairs has been read from snap): holes are the incoming
+ * the requested pairs, pairs[0 .. npairs-1] ascending by number and each
+ * once, has been read from snap; by_seq: the page read them by seq, with
+ * few entries of other buckets among them): holes are the incoming
  * holes still pending (in_pending, ascending, all <= in_hw), the pending
  * seqs in (in_hw, pos] of the requested pairs, and the seqs in own (any
  * order, those above pos ignored): entries the page read as visible whose
@@ -78,7 +80,7 @@ extern int64 kz_horizon_highest_visible(int64 floor, int64 L, Snapshot snap);
  */
 extern void kz_horizon_settle(int64 in_hw, int64 pos, const int64 *in_pending,
 							  int n_in_pending, const int64 *own, int nown, int64 hole_floor,
-							  const KzBucketPair *pairs, int npairs,
+							  const KzBucketPair *pairs, int npairs, bool by_seq,
 							  Snapshot snap, int max_holes, KzHorizon *out);
 
 /*

@@ -53,6 +53,7 @@
 #include "jsonbutil.h"
 #include "pull_gates.h"
 #include "pull_page.h"
+#include "pull_merge.h"
 #include "pull_stream.h"
 #include "registry.h"
 #include "request_pull.h"
@@ -149,7 +150,7 @@ pull_gates(FunctionCallInfo fcinfo, PullCall *pc)
 				 errhint("The maximum is the max_pull_limit setting (kizunasync.configure()).")));
 
 	/* 4. buckets; 5. tables must be synced; 6. params must be columns */
-	kz_pull_parse_buckets(fcinfo, &pc->req);
+	kz_pull_parse_buckets(fcinfo, pc->settings.max_pull_buckets, &pc->req);
 	kz_pull_resolve(&pc->req, pc->caller.role, &pc->pt);
 
 	/* 7. RESET_REQUIRED */
@@ -264,7 +265,7 @@ pull_quote(const char *s)
  * page would carry them (decisions/0024, "Visibility").
  */
 static void
-pull_standby_grant_check(const KzPullStream *s, int64 lo, int64 hi, const int64 *holes,
+pull_standby_grant_check(KzPullStream *s, int64 lo, int64 hi, const int64 *holes,
 						 int nholes, const KzPullSource *hidden)
 {
 	const KzPullSource *src = kz_stream_ungranted_tombstones(s, lo, hi, holes, nholes);
@@ -339,7 +340,7 @@ pull_walk(PullCall *pc, KzPullStream *s, PullPage *pg, bool *capped, bool *more)
 				pg->own[pg->nown++] = c->seq;
 				continue;
 			}
-			in_scope = kz_stream_in_scope(&pc->pt, c);
+			in_scope = kz_stream_in_scope(s, &pc->pt, c);
 			if (tomb ? in_scope : !in_scope)
 			{
 				if (tomb || !c->src->granted)
@@ -447,7 +448,7 @@ pull_attempt(PullCall *pc, Snapshot snap, PullPage *pg)
 	 * buckets (decisions/0010).
 	 */
 	npending = kz_horizon_recheck(cur->holes, cur->nholes, cur->high_water, L, snap, &pending);
-	kz_stream_init(&s, &pc->pt, pc->sub, cur->high_water, Max(L, cur->high_water));
+	kz_stream_init(&s, &pc->pt, pc->sub, snap, cur->high_water, Max(L, cur->high_water));
 	gone = palloc(sizeof(int64) * Max(cur->nholes, 1));
 	for (i = 0; i < cur->nholes; i++)
 	{
@@ -479,9 +480,10 @@ pull_attempt(PullCall *pc, Snapshot snap, PullPage *pg)
 	if (RecoveryInProgress() && pc->sub != NULL)
 		pull_standby_grant_check(&s, cur->high_water, Max(L, cur->high_water), gone, ngone,
 								 pg->hidden_ungranted);
+	kz_stream_end(&s);
 	npairs = kz_stream_pairs(&s, &pairs);
 	kz_horizon_settle(cur->high_water, pos, pending, npending, pg->own, pg->nown,
-					  rs.reaped_seq, pairs, npairs, snap, KZ_CURSOR_MAX_HOLES, &hz);
+					  rs.reaped_seq, pairs, npairs, kz_stream_read_by_seq(&s), snap, KZ_CURSOR_MAX_HOLES, &hz);
 	if (rs.have_first_seq && hz.high_water > cur->high_water && hz.high_water < rs.first_seq)
 	{
 		/*

@@ -25,7 +25,7 @@
 
 /* The buckets argument (argument 0 of pull), parsed and checked (request_pull.h). */
 void
-kz_pull_parse_buckets(FunctionCallInfo fcinfo, KzPullRequest *req)
+kz_pull_parse_buckets(FunctionCallInfo fcinfo, int max_buckets, KzPullRequest *req)
 {
 	Jsonb	   *bj;
 	char	   *btext;
@@ -43,14 +43,14 @@ kz_pull_parse_buckets(FunctionCallInfo fcinfo, KzPullRequest *req)
 	 * JSON text is at most about twice its size, so this is a loose bound;
 	 * the parser checks the text length exactly.
 	 */
-	if (toast_raw_datum_size(PG_GETARG_DATUM(0)) > 2 * (Size) KZ_PULL_MAX_TEXT)
+	if (toast_raw_datum_size(PG_GETARG_DATUM(0)) > 2 * kz_pull_max_text(max_buckets))
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("buckets is too large"),
-				 errdetail("The limit is %d bytes of JSON text.", KZ_PULL_MAX_TEXT)));
+				 errdetail("The limit is %zu bytes of JSON text.", kz_pull_max_text(max_buckets))));
 	bj = PG_GETARG_JSONB_P(0);
 	btext = JsonbToCString(NULL, &bj->root, VARSIZE(bj));
-	if (kz_pull_request_parse(btext, strlen(btext), palloc, req, &rerr) != 0)
+	if (kz_pull_request_parse(btext, strlen(btext), max_buckets, palloc, req, &rerr) != 0)
 		kz_raise_request_error(&rerr);
 }
 
@@ -219,19 +219,30 @@ gates_cast_error_callback(void *arg)
 }
 
 /*
+ * The type input and to_jsonb calls of the last column type cast: a pull
+ * naming many buckets casts the same column's values one after another.
+ */
+typedef struct GatesCastCache
+{
+	bool		valid;
+	Oid			typid;
+	int32		typmod;
+	Oid			typioparam;
+	FmgrInfo	input;
+	FmgrInfo	to_jsonb;
+} GatesCastCache;
+
+/*
  * Cast a param value through its column's type and render it as to_jsonb
  * does (pull runs under the rendering settings).  A value the type refuses
  * raises the type's own class-22 error, with a context line naming the
  * param.  *cast is the cast value (0 for null).
  */
 static Jsonb *
-gates_cast_param(KzTableDesc *t, KzColumn *col, const KzPullParam *p, int idx, Datum *cast)
+gates_cast_param(KzTableDesc *t, KzColumn *col, const KzPullParam *p, int idx, Datum *cast,
+				 GatesCastCache *cache)
 {
-	Oid			typinput;
-	Oid			typioparam;
 	Datum		value;
-	FmgrInfo	flinfo;
-	FuncExpr   *expr;
 	ErrorContextCallback errcb;
 	GatesCastContext cc;
 	Datum		result;
@@ -248,17 +259,24 @@ gates_cast_param(KzTableDesc *t, KzColumn *col, const KzPullParam *p, int idx, D
 	errcb.previous = error_context_stack;
 	error_context_stack = &errcb;
 
-	getTypeInputInfo(col->typid, &typinput, &typioparam);
-	value = OidInputFunctionCall(typinput, p->text, typioparam, col->typmod);
-	*cast = value;
+	if (!cache->valid || cache->typid != col->typid || cache->typmod != col->typmod)
+	{
+		Oid			typinput;
 
-	/* to_jsonb is polymorphic: give it an expression to learn the type from */
-	fmgr_info(F_TO_JSONB, &flinfo);
-	expr = makeFuncExpr(F_TO_JSONB, JSONBOID,
-						list_make1(makeNullConst(col->typid, col->typmod, InvalidOid)),
-						InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
-	flinfo.fn_expr = (Node *) expr;
-	result = FunctionCall1(&flinfo, value);
+		getTypeInputInfo(col->typid, &typinput, &cache->typioparam);
+		fmgr_info(typinput, &cache->input);
+		/* to_jsonb is polymorphic: give it an expression to learn the type from */
+		fmgr_info(F_TO_JSONB, &cache->to_jsonb);
+		cache->to_jsonb.fn_expr = (Node *) makeFuncExpr(F_TO_JSONB, JSONBOID,
+														list_make1(makeNullConst(col->typid, col->typmod, InvalidOid)),
+														InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+		cache->typid = col->typid;
+		cache->typmod = col->typmod;
+		cache->valid = true;
+	}
+	value = InputFunctionCall(&cache->input, p->text, cache->typioparam, col->typmod);
+	*cast = value;
+	result = FunctionCall1(&cache->to_jsonb, value);
 
 	error_context_stack = errcb.previous;
 	return DatumGetJsonbP(result);
@@ -267,6 +285,7 @@ gates_cast_param(KzTableDesc *t, KzColumn *col, const KzPullParam *p, int idx, D
 void
 kz_pull_cast_params(const KzPullRequest *req, KzPullTables *pt)
 {
+	GatesCastCache cache = {false};
 	int			i,
 				j;
 
@@ -283,7 +302,7 @@ kz_pull_cast_params(const KzPullRequest *req, KzPullTables *pt)
 
 			sp->name = p->name;
 			sp->value = gates_cast_param(s->table, kz_tabledesc_column(s->table, p->name), p, i,
-										 &sp->datum);
+										 &sp->datum, &cache);
 			sp->isnull = (p->kind == KZ_PARAM_NULL);
 			sp->scalar = JB_ROOT_IS_SCALAR(sp->value) &&
 				JsonbExtractScalar(&sp->value->root, &sp->sv);

@@ -49,9 +49,10 @@ typedef struct KzPullTables
 /* Gates 5 and 6: every table synced, every param a column of its table. */
 /*
  * The buckets argument of pull (argument 0 of fcinfo), parsed into req;
- * 22023 (or 54000 for a huge one) when it is malformed.
+ * 22023 when it is malformed, too large or names more than max_buckets
+ * entries (the max_pull_buckets setting).
  */
-extern void kz_pull_parse_buckets(FunctionCallInfo fcinfo, KzPullRequest *req);
+extern void kz_pull_parse_buckets(FunctionCallInfo fcinfo, int max_buckets, KzPullRequest *req);
 
 extern void kz_pull_resolve(const KzPullRequest *req, Oid role, KzPullTables *out);
 

@@ -3,9 +3,9 @@
  * pull_stream.c
  *	  The candidate stream of a pull (pull_stream.h).
  *
- *	  Every bookkeeping read is a range scan of one pair's entries in seq
- *	  order bounded by LIMIT (entry.c, in a privileged section); rows are
- *	  rendered as the caller, one statement per table per batch.
+ *	  The sources of the named pairs, their grants, the incoming holes; the
+ *	  window is read by pull_merge.c (entry_window.c); rows are rendered
+ *	  as the caller, one statement per table per batch.
  *
  *-------------------------------------------------------------------------
  */
@@ -17,7 +17,7 @@
 #include "utils/builtins.h"
 
 #include "bucketlabel.h"
-#include "entry_read.h"
+#include "entry.h"
 #include "grants.h"
 #include "pull_stream.h"
 #include "render.h"
@@ -39,38 +39,66 @@ stream_cmp_candidate(const void *a, const void *b)
 	return strcmp(x->pk, y->pk);
 }
 
-static void
-stream_add_source(KzPullStream *s, KzTableDesc *t, char *label, Jsonb *bj, bool granted)
-{
-	KzPullSource *src = &s->sources[s->nsources++];
+/* ------------------------------------------------------------ the sources */
 
-	src->granted = granted;
-	src->table = t;
-	src->label = label;
-	src->bucket = kz_entry_bucket(t->conf->id, label, false);
-	src->bucket_json = bj;
-	src->exhausted = false;
+/* A scope's pair, before duplicates are merged. */
+typedef struct StreamPair
+{
+	int			scope;
+	KzTableDesc *table;
+	char	   *label;
+	Jsonb	   *bucket_json;
+	int64		bucket;
+} StreamPair;
+
+static int
+stream_cmp_pair(const void *a, const void *b)
+{
+	const StreamPair *x = a;
+	const StreamPair *y = b;
+	int			c;
+
+	if (x->bucket != y->bucket)
+		return (x->bucket > y->bucket) - (x->bucket < y->bucket);
+	if (x->table != y->table)
+	{
+		c = strcmp(x->table->conf->table_name, y->table->conf->table_name);
+		if (c != 0)
+			return c;
+	}
+	c = strcmp(x->label, y->label);
+	if (c != 0)
+		return c;
+	return (x->scope > y->scope) - (x->scope < y->scope);
 }
 
-void
-kz_stream_init(KzPullStream *s, const KzPullTables *pt, const char *sub,
-			   int64 window_pos, int64 window_hi)
+static const KzPullStream *stream_sort_arg;
+
+static int
+stream_cmp_by_bucket(const void *a, const void *b)
 {
+	const KzPullSource *x = &stream_sort_arg->sources[*(const int *) a];
+	const KzPullSource *y = &stream_sort_arg->sources[*(const int *) b];
+
+	if (x->bucket != y->bucket)
+		return (x->bucket > y->bucket) - (x->bucket < y->bucket);
+	return (*(const int *) a > *(const int *) b) - (*(const int *) a < *(const int *) b);
+}
+
+/* Each scope's (table, bucket value) pair; a null bucket value has none. */
+static int
+stream_scope_pairs(KzPullStream *s, const KzPullTables *pt, StreamPair *pairs)
+{
+	int			n = 0;
 	int			i,
 				j;
 
-	memset(s, 0, sizeof(*s));
-	s->window_pos = window_pos;
-	s->window_hi = window_hi;
-	s->sources = palloc0(sizeof(KzPullSource) * Max(pt->nscopes, 1));
 	for (i = 0; i < pt->nscopes; i++)
 	{
 		KzScope    *sc = &pt->scopes[i];
 		KzTableConf *c = sc->table->conf;
 		char	   *label = NULL;
 		Jsonb	   *bj = NULL;
-		bool		dup = false;
-		bool		granted;
 
 		if (c->bucket_column == NULL)
 			label = "";
@@ -83,15 +111,105 @@ kz_stream_init(KzPullStream *s, const KzPullTables *pt, const char *sub,
 					label = kz_label_of(bj, kz_tableconf_bucket_kind(c));
 				}
 			if (label == NULL)
-				continue;		/* null bucket value: matches nothing */
+			{
+				/* null bucket value: matches nothing, reads nothing */
+				s->null_scopes[s->nnull_scopes++] = i;
+				continue;
+			}
 		}
-		for (j = 0; j < s->nsources && !dup; j++)
-			dup = (s->sources[j].table == sc->table && strcmp(s->sources[j].label, label) == 0);
-		if (dup)
-			continue;
-		granted = sub != NULL && kz_grants_held(sub, c->table_name, label);
-		stream_add_source(s, sc->table, label, bj, granted);
+		pairs[n].scope = i;
+		pairs[n].table = sc->table;
+		pairs[n].label = label;
+		pairs[n].bucket_json = bj;
+		pairs[n].bucket = kz_entry_bucket(c->id, label, false);
+		n++;
 	}
+	return n;
+}
+
+void
+kz_stream_init(KzPullStream *s, const KzPullTables *pt, const char *sub, Snapshot snap,
+			   int64 window_pos, int64 window_hi)
+{
+	int			nscopes = Max(pt->nscopes, 1);
+	StreamPair *pairs = palloc(sizeof(StreamPair) * nscopes);
+	int		   *pair_at = palloc(sizeof(int) * nscopes);	/* scope -> its place in pairs */
+	int		   *run_start = palloc(sizeof(int) * nscopes);	/* place -> its run's first place */
+	int		   *run_end = palloc(sizeof(int) * nscopes);	/* run's first place -> past its last */
+	int			npairs;
+	int			i;
+
+	memset(s, 0, sizeof(*s));
+	s->window_pos = window_pos;
+	s->window_hi = window_hi;
+	s->snap = snap;
+	s->sources = palloc0(sizeof(KzPullSource) * nscopes);
+	s->null_scopes = palloc(sizeof(int) * nscopes);
+
+	/*
+	 * One source per distinct pair, in the order of the request's first
+	 * entry naming it, with the entries naming it in request order: found
+	 * by sorting (a run of equal pairs, ordered by entry), so that a
+	 * thousand entries cost K log K in time and K in memory, not K^2.
+	 */
+	npairs = stream_scope_pairs(s, pt, pairs);
+	qsort(pairs, npairs, sizeof(StreamPair), stream_cmp_pair);
+	for (i = 0; i < pt->nscopes; i++)
+		pair_at[i] = -1;
+	for (i = 0; i < npairs; i++)
+	{
+		bool		same = i > 0 && pairs[i - 1].bucket == pairs[i].bucket &&
+			pairs[i - 1].table == pairs[i].table &&
+			strcmp(pairs[i - 1].label, pairs[i].label) == 0;
+
+		pair_at[pairs[i].scope] = i;
+		run_start[i] = same ? run_start[i - 1] : i;
+		run_end[run_start[i]] = i + 1;
+	}
+	for (i = 0; i < pt->nscopes; i++)
+	{
+		int			p = pair_at[i];
+		int			r;
+		int			k;
+		KzPullSource *src;
+
+		if (p < 0 || run_start[p] != p)
+			continue;			/* no pair, or not the first entry naming it */
+		r = run_end[p];
+		src = &s->sources[s->nsources++];
+		src->table = pairs[p].table;
+		src->label = pairs[p].label;
+		src->bucket = pairs[p].bucket;
+		src->bucket_json = pairs[p].bucket_json;
+		src->scopes = palloc(sizeof(int) * (r - p));
+		for (k = p; k < r; k++)
+			src->scopes[src->nscopes++] = pairs[k].scope;
+	}
+	s->by_bucket = palloc(sizeof(int) * Max(s->nsources, 1));
+	for (i = 0; i < s->nsources; i++)
+		s->by_bucket[i] = i;
+	stream_sort_arg = s;
+	qsort(s->by_bucket, s->nsources, sizeof(int), stream_cmp_by_bucket);
+
+	s->sub = sub;
+	pfree(pairs);
+	pfree(pair_at);
+	pfree(run_start);
+	pfree(run_end);
+}
+
+bool
+kz_stream_read_by_seq(const KzPullStream *s)
+{
+	return !s->merged;
+}
+
+void
+kz_stream_end(KzPullStream *s)
+{
+	if (s->win_open)
+		kz_entry_window_end(&s->win);
+	s->win_open = false;
 }
 
 int
@@ -100,18 +218,59 @@ kz_stream_pairs(const KzPullStream *s, KzBucketPair **pairs)
 	int			n = 0;
 	int			i;
 
+	/* ascending by number, each once (two colliding labels share one) */
 	*pairs = palloc(sizeof(KzBucketPair) * Max(s->nsources, 1));
 	for (i = 0; i < s->nsources; i++)
-		(*pairs)[n++].bucket = s->sources[i].bucket;
+	{
+		int64		b = s->sources[s->by_bucket[i]].bucket;
+
+		if (n == 0 || (*pairs)[n - 1].bucket != b)
+			(*pairs)[n++].bucket = b;
+	}
 	return n;
 }
 
-/* The query of a source's entries: its rows, and its tombstones when granted. */
+/*
+ * The grants the caller holds of the sources' pairs, in one statement, read
+ * when an entry of a source is first read: a pull whose window holds none
+ * (an idle or empty pull) never asks.
+ */
 static void
-stream_query(const KzPullSource *src, KzEntryQuery *q)
+stream_grants(KzPullStream *s)
+{
+	const char **tables;
+	const char **labels;
+	bool	   *held;
+	int			i;
+
+	if (s->grants_read)
+		return;
+	s->grants_read = true;
+	if (s->sub == NULL || s->nsources == 0)
+		return;
+	tables = palloc(sizeof(char *) * s->nsources);
+	labels = palloc(sizeof(char *) * s->nsources);
+	held = palloc(sizeof(bool) * s->nsources);
+	for (i = 0; i < s->nsources; i++)
+	{
+		tables[i] = s->sources[i].table->conf->table_name;
+		labels[i] = s->sources[i].label;
+	}
+	kz_grants_held_many(s->sub, tables, labels, s->nsources, held);
+	for (i = 0; i < s->nsources; i++)
+		s->sources[i].granted = held[i];
+	pfree(tables);
+	pfree(labels);
+	pfree(held);
+}
+
+/* The entries of a source: its rows, and its tombstones when granted. */
+void
+kz_stream_query(KzPullStream *s, const KzPullSource *src, KzEntryQuery *q)
 {
 	const KzTableConf *c = src->table->conf;
 
+	stream_grants(s);
 	memset(q, 0, sizeof(*q));
 	q->conf = c;
 	q->bucket = src->bucket;
@@ -124,26 +283,55 @@ stream_query(const KzPullSource *src, KzEntryQuery *q)
 	}
 }
 
-/* Append entries rows[0 .. nrows-1] of src to cands[*n ..]. */
-static void
-stream_collect(const KzEntryRow *rows, int nrows, KzPullSource *src, KzCandidate *cands, int *n)
+KzEntryWindow *
+kz_stream_window(KzPullStream *s)
 {
-	int			r;
-
-	for (r = 0; r < nrows; r++)
+	if (!s->win_open)
 	{
-		KzCandidate *c = &cands[*n];
-
-		c->seq = rows[r].seq;
-		c->pk = rows[r].pk;
-		c->tomb = rows[r].tomb;
-		c->deleted_at = rows[r].deleted_at;
-		c->own = TransactionIdIsCurrentTransactionId(rows[r].xmin);
-		c->own_key = false;
-		c->src = src;
-		c->row = NULL;
-		(*n)++;
+		Assert(s->snap != NULL);
+		kz_entry_window_begin(&s->win, s->snap);
+		s->win_open = true;
 	}
+	return &s->win;
+}
+
+void
+kz_stream_candidate(const KzEntryRow *r, KzPullSource *src, KzCandidate *c)
+{
+	c->seq = r->seq;
+	c->pk = r->pk;
+	c->tomb = r->tomb;
+	c->deleted_at = r->deleted_at;
+	c->own = TransactionIdIsCurrentTransactionId(r->xmin);
+	c->own_key = false;
+	c->src = src;
+	c->row = NULL;
+}
+
+/*
+ * The first of the sources numbered bucket in s->by_bucket, and how many
+ * there are (two labels of a table whose numbers collide share a window:
+ * entry.c).
+ */
+int
+kz_stream_find_bucket(const KzPullStream *s, int64 bucket, int *count)
+{
+	int			lo = 0,
+				hi = s->nsources;
+
+	while (lo < hi)
+	{
+		int			mid = (lo + hi) / 2;
+
+		if (s->sources[s->by_bucket[mid]].bucket < bucket)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (*count = 0; lo + *count < s->nsources &&
+		 s->sources[s->by_bucket[lo + *count]].bucket == bucket; (*count)++)
+		;
+	return lo;
 }
 
 /*
@@ -174,128 +362,90 @@ kz_stream_add_holes(KzPullStream *s, const int64 *holes, int nholes)
 	if (nholes == 0 || s->nsources == 0)
 		return;
 
-	/* every hole is one seq: the sources give nholes rows, more only on a collision */
+	/* every hole is one seq, found through the seq index, and its pair's sources */
 	s->hole_cands = palloc0(sizeof(KzCandidate) * cap);
-	for (i = 0; i < s->nsources; i++)
+	for (i = 0; i < nholes; i++)
 	{
-		KzPullSource *src = &s->sources[i];
-		KzEntryQuery q;
-		KzEntryRow *rows;
-		int			got;
+		KzEntryWindow *w = kz_stream_window(s);
+		int64		bucket;
+		int			first,
+					count,
+					k;
 
-		stream_query(src, &q);
-		q.seqs = holes;
-		q.nseqs = nholes;
-		got = kz_entry_select(&q, &rows);
-		if (s->nhole_cands + got > cap)
+		if (!kz_entry_window_seq(w, holes[i], &bucket))
+			continue;
+		first = kz_stream_find_bucket(s, bucket, &count);
+		for (k = first; k < first + count; k++)
 		{
-			cap = s->nhole_cands + got;
-			s->hole_cands = repalloc(s->hole_cands, sizeof(KzCandidate) * cap);
+			KzPullSource *src = &s->sources[s->by_bucket[k]];
+			KzEntryQuery q;
+			KzEntryRow row;
+
+			kz_stream_query(s, src, &q);
+			if (!kz_entry_window_match(w, &q, &row))
+				continue;
+			if (s->nhole_cands == cap)
+			{
+				cap *= 2;
+				s->hole_cands = repalloc(s->hole_cands, sizeof(KzCandidate) * cap);
+			}
+			kz_stream_candidate(&row, src, &s->hole_cands[s->nhole_cands++]);
 		}
-		stream_collect(rows, got, src, s->hole_cands, &s->nhole_cands);
 	}
 	qsort(s->hole_cands, s->nhole_cands, sizeof(KzCandidate), stream_cmp_candidate);
 	s->nhole_cands = stream_unique(s->hole_cands, s->nhole_cands);
 }
 
 const KzPullSource *
-kz_stream_ungranted_tombstones(const KzPullStream *s, int64 lo, int64 hi,
+kz_stream_ungranted_tombstones(KzPullStream *s, int64 lo, int64 hi,
 							   const int64 *holes, int nholes)
 {
+	bool	   *in_holes = palloc0(sizeof(bool) * Max(s->nsources, 1));
 	int			i;
 
-	for (i = 0; i < s->nsources; i++)
-	{
-		const KzPullSource *src = &s->sources[i];
-		KzEntryQuery q;
-		KzEntryRow *rows;
+	stream_grants(s);
 
-		if (src->granted)
+	/* the tombstones a grant would add, among the holes ... */
+	for (i = 0; i < nholes; i++)
+	{
+		KzEntryWindow *w = kz_stream_window(s);
+		int64		bucket;
+		int			first,
+					count,
+					k;
+
+		if (!kz_entry_window_seq(w, holes[i], &bucket))
 			continue;
-		/* the tombstones a grant would add */
-		stream_query(src, &q);
-		q.tombs = true;
-		q.tombs_only = true;
-		q.limit = 1;
-		q.lo = lo;
-		q.hi = hi;
-		if (kz_entry_select(&q, &rows) > 0)
-			return src;
-		if (nholes > 0)
+		first = kz_stream_find_bucket(s, bucket, &count);
+		for (k = first; k < first + count; k++)
 		{
-			q.seqs = holes;
-			q.nseqs = nholes;
-			if (kz_entry_select(&q, &rows) > 0)
-				return src;
+			KzPullSource *src = &s->sources[s->by_bucket[k]];
+			KzEntryQuery q;
+			KzEntryRow row;
+
+			if (src->granted)
+				continue;
+			kz_stream_query(s, src, &q);
+			q.tombs = q.tombs_only = true;
+			if (kz_entry_window_match(w, &q, &row))
+				in_holes[s->by_bucket[k]] = true;
 		}
 	}
-	return NULL;
-}
-
-/*
- * Each source is asked for its first m entries past window_pos; the merged
- * list is a correct prefix of the stream up to the smallest last seq among
- * the sources that returned a full m (the others are exhausted).
- */
-int
-kz_stream_next(KzPullStream *s, KzCandidate *batch, int need)
-{
-	int			n = 0;
-	int			m;
-	KzCandidate *merged;
-	int			nmerged = 0;
-	int64		bound = PG_INT64_MAX;
-	int64	   *short_last;
-	int			i;
-
-	while (n < need && s->hole_next < s->nhole_cands)
-		batch[n++] = s->hole_cands[s->hole_next++];
-	if (n == need)
-		return n;
-
-	m = need - n;
-	merged = palloc(sizeof(KzCandidate) * (Size) m * Max(s->nsources, 1));
-	short_last = palloc(sizeof(int64) * Max(s->nsources, 1));
+	/* ... and in (lo, hi]; the first source in request order */
 	for (i = 0; i < s->nsources; i++)
 	{
 		KzPullSource *src = &s->sources[i];
 		KzEntryQuery q;
-		KzEntryRow *rows;
-		int			got;
+		KzEntryRow row;
 
-		short_last[i] = -1;
-		if (src->exhausted)
+		if (src->granted)
 			continue;
-		stream_query(src, &q);
-		q.lo = s->window_pos;
-		q.hi = s->window_hi;
-		q.limit = m;
-		got = kz_entry_select(&q, &rows);
-		stream_collect(rows, got, src, merged, &nmerged);
-		/* a short source has nothing past its last row; -1: a full one */
-		if ((int) got < m)
-			short_last[i] = got > 0 ? merged[nmerged - 1].seq : 0;
-		else if (merged[nmerged - 1].seq < bound)
-			bound = merged[nmerged - 1].seq;
+		kz_stream_query(s, src, &q);
+		q.tombs = q.tombs_only = true;
+		if (in_holes[i] || kz_entry_window_read(kz_stream_window(s), &q, lo, hi, 1, &row) > 0)
+			return src;
 	}
-	qsort(merged, nmerged, sizeof(KzCandidate), stream_cmp_candidate);
-	nmerged = stream_unique(merged, nmerged);
-	for (i = 0; i < nmerged && n < need && merged[i].seq <= bound; i++)
-	{
-		batch[n++] = merged[i];
-		s->window_pos = merged[i].seq;
-	}
-
-	/*
-	 * A short source is exhausted once every row it returned was taken; rows
-	 * left over (the batch filled up first) are fetched again next time.
-	 */
-	for (i = 0; i < s->nsources; i++)
-		if (!s->sources[i].exhausted && short_last[i] >= 0 && short_last[i] <= s->window_pos)
-			s->sources[i].exhausted = true;
-	pfree(merged);
-	pfree(short_last);
-	return n;
+	return NULL;
 }
 
 /*
@@ -427,15 +577,63 @@ kz_stream_render(const KzPullTables *pt, KzCandidate *batch, int n)
 	pfree(pos);
 }
 
-bool
-kz_stream_in_scope(const KzPullTables *pt, const KzCandidate *c)
+/* Does the row match one of the scopes idx[0 .. n-1]? */
+static bool
+stream_scopes_match(const KzPullTables *pt, const int *idx, int n, KzTableDesc *t, Jsonb *row)
 {
 	int			i;
 
+	for (i = 0; i < n; i++)
+		if (pt->scopes[idx[i]].table == t && kz_scope_matches(&pt->scopes[idx[i]], row))
+			return true;
+	return false;
+}
+
+bool
+kz_stream_in_scope(const KzPullStream *s, const KzPullTables *pt, const KzCandidate *c)
+{
+	KzTableDesc *t = c->src->table;
+	const KzTableConf *conf = t->conf;
+	JsonbValue	k;
+	JsonbValue *v;
+	char	   *label;
+	int			first,
+				count,
+				i;
+
 	if (c->row == NULL)
 		return false;
-	for (i = 0; i < pt->nscopes; i++)
-		if (pt->scopes[i].table == c->src->table && kz_scope_matches(&pt->scopes[i], c->row))
+	/* where its entry says it is: the common case */
+	if (stream_scopes_match(pt, c->src->scopes, c->src->nscopes, t, c->row))
+		return true;
+	/* every scope of an unbucketed table names its one pair */
+	if (conf->bucket_column == NULL)
+		return false;
+
+	/*
+	 * Every scope of a bucketed table names its bucket column (KZL01), and
+	 * a row matches one only when its value there has the scope's label:
+	 * the scopes of the pair its value now names, or the null ones.
+	 */
+	k.type = jbvString;
+	k.val.string.val = conf->bucket_column;
+	k.val.string.len = strlen(conf->bucket_column);
+	v = findJsonbValueFromContainer(&c->row->root, JB_FOBJECT, &k);
+	if (v == NULL)
+		return false;
+	if (v->type == jbvNull)
+		return stream_scopes_match(pt, s->null_scopes, s->nnull_scopes, t, c->row);
+	label = kz_label_of(JsonbValueToJsonb(v), kz_tableconf_bucket_kind(conf));
+	if (label == NULL)
+		return false;
+	first = kz_stream_find_bucket(s, kz_entry_bucket_number(conf->id, label), &count);
+	for (i = first; i < first + count; i++)
+	{
+		const KzPullSource *src = &s->sources[s->by_bucket[i]];
+
+		if (src != c->src && src->table == t &&
+			stream_scopes_match(pt, src->scopes, src->nscopes, t, c->row))
 			return true;
+	}
 	return false;
 }

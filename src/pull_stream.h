@@ -13,8 +13,10 @@
 #ifndef KZ_PULL_STREAM_H
 #define KZ_PULL_STREAM_H
 
+#include "utils/snapshot.h"
 #include "utils/timestamp.h"
 
+#include "entry_window.h"
 #include "horizon.h"
 #include "pull_gates.h"
 
@@ -22,7 +24,8 @@
  * A source of candidates: the entries of one (table, bucket value) pair,
  * its rows and, when the caller holds the pair's grant, its tombstones;
  * label is the bucket value text ('' for an unbucketed table), bucket its
- * number (entry.h).
+ * number (entry.h).  Its window is read lazily, a few entries at a time
+ * (buf), as many as the merge is likely to take from it.
  */
 typedef struct KzPullSource
 {
@@ -30,8 +33,17 @@ typedef struct KzPullSource
 	char	   *label;
 	int64		bucket;
 	Jsonb	   *bucket_json;	/* the normalised bucket value (bucketed tables) */
-	bool		granted;		/* the caller holds the pair's grant: tombstones too */
-	bool		exhausted;		/* nothing left in the window */
+	bool		granted;		/* the caller holds the pair's grant: tombstones too
+								 * (known once an entry was read: pull_stream.c) */
+	bool		exhausted;		/* nothing left in the window past buf */
+	int		   *scopes;			/* the request's entries naming this pair */
+	int			nscopes;
+	KzEntryRow *buf;			/* read ahead, in seq order: buf[next .. nbuf-1] */
+	int			nbuf;
+	int			next;
+	int			cap;
+	int64		read_to;		/* the last seq read */
+	int64		taken;			/* entries the merge took from it */
 } KzPullSource;
 
 typedef struct KzCandidate
@@ -50,8 +62,23 @@ typedef struct KzPullStream
 {
 	int			nsources;
 	KzPullSource *sources;
-	int64		window_pos;		/* next window fetch: seq > window_pos */
+	const char *sub;			/* the caller's user id (NULL: none) */
+	bool		grants_read;	/* sources[].granted is known */
+	int		   *by_bucket;		/* source indexes ordered by bucket number */
+	int		   *null_scopes;	/* scopes naming a null bucket value (no source) */
+	int			nnull_scopes;
+	int64		window_pos;		/* the window: seq > window_pos ... */
 	int64		window_hi;		/* ... and seq <= window_hi */
+	Snapshot	snap;
+	KzEntryWindow win;
+	bool		win_open;
+	int			mode;			/* STREAM_NEW, _RANGE, _MERGE (pull_merge.c) */
+	int64		range_wasted;	/* entries the walk by seq read for no source */
+	bool		merged;			/* the walk by seq gave way to the merge */
+	int		   *heap;			/* sources with entries in buf: a min-heap by next seq */
+	int			nheap;
+	int64		last_seq;		/* the last window candidate handed out */
+	int64		taken;			/* entries the merge took from the sources */
 	KzCandidate *hole_cands;	/* incoming holes now visible, in seq order */
 	int			nhole_cands;
 	int			hole_next;
@@ -61,12 +88,22 @@ typedef struct KzPullStream
  * Sources for the scopes: one for each distinct (table, bucket value)
  * pair: its row entries and, when sub holds a grant for the pair, its
  * tombstones.  A null bucket value matches nothing; without sub there are
- * no grants and so no tombstones.
+ * no grants and so no tombstones.  Entries are read from snap (NULL: the
+ * stream only names its pairs) until kz_stream_end.
  */
 extern void kz_stream_init(KzPullStream *s, const KzPullTables *pt, const char *sub,
-						   int64 window_pos, int64 window_hi);
+						   Snapshot snap, int64 window_pos, int64 window_hi);
 
-/* The requested pairs, for classifying holes (horizon.h). */
+/*
+ * Did the stream read its window by seq all along (it never gave way to
+ * the merge)?  Then the entries of other buckets there were few.
+ */
+extern bool kz_stream_read_by_seq(const KzPullStream *s);
+
+/* Close what the stream's reads opened (their memory stays). */
+extern void kz_stream_end(KzPullStream *s);
+
+/* The requested pairs' numbers, ascending, each once: for classifying holes (horizon.h). */
 extern int	kz_stream_pairs(const KzPullStream *s, KzBucketPair **pairs);
 
 /* The incoming holes that are no longer pending, to deliver ahead of the window. */
@@ -80,15 +117,27 @@ extern void kz_stream_add_holes(KzPullStream *s, const int64 *holes, int nholes)
  * grant it has not replayed from none, so such a page is not answered
  * there (decisions/0085).
  */
-extern const KzPullSource *kz_stream_ungranted_tombstones(const KzPullStream *s, int64 lo,
+extern const KzPullSource *kz_stream_ungranted_tombstones(KzPullStream *s, int64 lo,
 														   int64 hi, const int64 *holes,
 														   int nholes);
 
+/* ------------------------------------------ for the window's reads (pull_merge.c) */
+
+/* The entries of a source: its rows, and its tombstones when the caller holds its grant. */
+extern void kz_stream_query(KzPullStream *s, const KzPullSource *src, KzEntryQuery *q);
+
+/* The stream's open entries (entry_window.h), opened at the first read. */
+extern KzEntryWindow *kz_stream_window(KzPullStream *s);
+
+/* The candidate for entry r of src. */
+extern void kz_stream_candidate(const KzEntryRow *r, KzPullSource *src, KzCandidate *c);
+
 /*
- * The next (at most) need candidates, in stream order.  Returns how many;
- * 0 at the end of the stream.
+ * The first place in by_bucket of the sources numbered bucket, and how
+ * many there are (*count; two labels of a table whose numbers collide
+ * share one window: entry.c).
  */
-extern int	kz_stream_next(KzPullStream *s, KzCandidate *batch, int need);
+extern int	kz_stream_find_bucket(const KzPullStream *s, int64 bucket, int *count);
 
 /*
  * Mark the candidates whose row the pulling transaction has written (inserted,
@@ -108,8 +157,11 @@ extern void kz_stream_render(const KzPullTables *pt, KzCandidate *batch, int n);
 /*
  * Is the candidate's rendered row in one of the scopes of its table?  A
  * changelog candidate is delivered when it is; a tombstone candidate when
- * it is not (the row is gone from what the caller may see).
+ * it is not (the row is gone from what the caller may see).  Only the
+ * scopes whose bucket value has the row's label can match (bucketlabel.h),
+ * so only those are tried.
  */
-extern bool kz_stream_in_scope(const KzPullTables *pt, const KzCandidate *c);
+extern bool kz_stream_in_scope(const KzPullStream *s, const KzPullTables *pt,
+							   const KzCandidate *c);
 
 #endif							/* KZ_PULL_STREAM_H */

@@ -221,8 +221,16 @@ parse_entry(json_t *entry, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 	return parse_params(params, idx, alloc_fn, b, err);
 }
 
+size_t
+kz_pull_max_text(int max_buckets)
+{
+	size_t		n = (size_t) (max_buckets < 1 ? 1 : max_buckets) * KZ_PULL_TEXT_PER_BUCKET;
+
+	return n < KZ_PULL_MIN_TEXT ? KZ_PULL_MIN_TEXT : n;
+}
+
 int
-kz_pull_request_parse(const char *text, size_t len, KzAllocFn alloc_fn,
+kz_pull_request_parse(const char *text, size_t len, int max_buckets, KzAllocFn alloc_fn,
 					  KzPullRequest *out, KzReqError *err)
 {
 	json_t	   *root;
@@ -235,11 +243,16 @@ kz_pull_request_parse(const char *text, size_t len, KzAllocFn alloc_fn,
 	out->nbuckets = 0;
 	out->buckets = NULL;
 
-	if (len > KZ_PULL_MAX_TEXT)
+	if (max_buckets < 1)
+		max_buckets = 1;
+	if (max_buckets > KZ_PULL_MAX_BUCKETS_LIMIT)
+		max_buckets = KZ_PULL_MAX_BUCKETS_LIMIT;
+	if (len > kz_pull_max_text(max_buckets))
 	{
 		snprintf(detail, sizeof(detail),
-				 "The buckets argument is %zu bytes of JSON; the limit is %d.",
-				 len, KZ_PULL_MAX_TEXT);
+				 "The buckets argument is %zu bytes of JSON; the limit is %zu "
+				 "(%d bytes for each of the %d bucket entries a pull may name).",
+				 len, kz_pull_max_text(max_buckets), KZ_PULL_TEXT_PER_BUCKET, max_buckets);
 		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER, detail,
 							"buckets is too large");
 	}
@@ -271,13 +284,14 @@ kz_pull_request_parse(const char *text, size_t len, KzAllocFn alloc_fn,
 							"buckets must be a JSON array");
 	}
 	n = json_array_size(root);
-	if (n > KZ_PULL_MAX_BUCKETS)
+	if (n > (size_t) max_buckets)
 	{
 		json_decref(root);
-		snprintf(detail, sizeof(detail), "The request names %zu.", n);
+		snprintf(detail, sizeof(detail),
+				 "The request names %zu. The maximum is the max_pull_buckets setting "
+				 "(kizunasync.configure()).", n);
 		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER, detail,
-							"a pull names at most %d bucket entries",
-							KZ_PULL_MAX_BUCKETS);
+							"a pull names at most %d bucket entries", max_buckets);
 	}
 	if (n > 0)
 	{

@@ -10,9 +10,9 @@
  *	  come back as (SQLSTATE, message, detail) for the caller to raise.
  *
  *	  Limits (decisions/0022-pull-request-limits.md):
- *	    text length            KZ_PULL_MAX_TEXT      bytes
+ *	    bucket entries         max_buckets (the max_pull_buckets setting)
+ *	    text length            kz_pull_max_text(max_buckets) bytes
  *	    nesting depth          KZ_PULL_MAX_DEPTH     (array > entry > params)
- *	    bucket entries         KZ_PULL_MAX_BUCKETS
  *	    params per entry       KZ_PULL_MAX_PARAMS
  *	    table / param names    KZ_PULL_MAX_NAME      bytes (PostgreSQL's NAMEDATALEN - 1)
  *	    string param values    KZ_PULL_MAX_VALUE     bytes
@@ -26,9 +26,15 @@
 
 #include "request_error.h"
 
-#define KZ_PULL_MAX_TEXT		262144
+/*
+ * The text may hold KZ_PULL_TEXT_PER_BUCKET bytes per bucket entry the
+ * request may name, and never less than KZ_PULL_MIN_TEXT: 262,144 bytes
+ * for 64 entries, the reference pack's count.
+ */
+#define KZ_PULL_MIN_TEXT		262144
+#define KZ_PULL_TEXT_PER_BUCKET	4096
 #define KZ_PULL_MAX_DEPTH		3
-#define KZ_PULL_MAX_BUCKETS		64
+#define KZ_PULL_MAX_BUCKETS_LIMIT 10000	/* the setting's upper bound (sql/src/00_schema.sql) */
 #define KZ_PULL_MAX_PARAMS		16
 #define KZ_PULL_MAX_NAME		63
 #define KZ_PULL_MAX_VALUE		1024
@@ -64,14 +70,18 @@ typedef struct KzPullRequest
 /* Allocator used for the output structs (palloc in the backend, malloc in the fuzzer). */
 typedef void *(*KzAllocFn) (size_t size);
 
+/* The longest text a request naming at most max_buckets entries may be. */
+extern size_t kz_pull_max_text(int max_buckets);
+
 /*
- * Parse text[0 .. len-1] (the JSON text of the buckets argument).
+ * Parse text[0 .. len-1] (the JSON text of the buckets argument), which
+ * may name at most max_buckets (1 .. KZ_PULL_MAX_BUCKETS_LIMIT) entries.
  * Returns 0 and fills *out on success; returns -1 and fills *err otherwise
  * (*out is then empty, and whatever was allocated may be released by the
  * caller's allocator context).  The output strings are allocated with
  * alloc_fn; jansson's own allocations are released before returning.
  */
-extern int	kz_pull_request_parse(const char *text, size_t len, KzAllocFn alloc_fn,
-								  KzPullRequest *out, KzReqError *err);
+extern int	kz_pull_request_parse(const char *text, size_t len, int max_buckets,
+								  KzAllocFn alloc_fn, KzPullRequest *out, KzReqError *err);
 
 #endif							/* KZ_REQUEST_PULL_H */

@@ -151,7 +151,7 @@ resync_label(const KzTableConf *conf, Jsonb *bucket)
 	level = kz_render_settings_begin();
 	kz_pull_cast_params(&req, &pt);
 	kz_render_settings_end(level);
-	kz_stream_init(&s, &pt, NULL, 0, 0);
+	kz_stream_init(&s, &pt, NULL, NULL, 0, 0);
 	return s.nsources > 0 ? s.sources[0].label : NULL;
 }
 

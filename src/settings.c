@@ -58,6 +58,7 @@ static const KzSettingDef setting_defs[] = {
 	{"reap_schedule", KZ_SET_TEXT, "16 3 * * *", offsetof(KzSettings, reap_schedule)},
 	{"compact_schedule", KZ_SET_TEXT, "47 3 * * *", offsetof(KzSettings, compact_schedule)},
 	{"client_prune_schedule", KZ_SET_TEXT, "31 3 * * *", offsetof(KzSettings, client_prune_schedule)},
+	{"max_pull_buckets", KZ_SET_INT, "1000", offsetof(KzSettings, max_pull_buckets)},
 };
 
 #define KZ_NSETTINGS	lengthof(setting_defs)

@@ -25,6 +25,7 @@ typedef struct KzSettings
 	char	   *reap_schedule;
 	char	   *compact_schedule;
 	char	   *client_prune_schedule;
+	int			max_pull_buckets;
 } KzSettings;
 
 /* The effective settings (must be called inside SPI). */

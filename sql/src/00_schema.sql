@@ -116,7 +116,8 @@ CREATE TABLE kizunasync.settings (
 	reap_schedule       text,
 	compact_schedule    text,
 	client_prune_schedule text,
-	pull_wait_ms        integer CHECK (pull_wait_ms BETWEEN 0 AND 10000)
+	pull_wait_ms        integer CHECK (pull_wait_ms BETWEEN 0 AND 10000),
+	max_pull_buckets    integer CHECK (max_pull_buckets BETWEEN 1 AND 10000)
 );
 
 -- One row per synced table.  table_name is the wire name clients use; id

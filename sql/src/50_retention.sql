@@ -45,11 +45,12 @@ CREATE OR REPLACE FUNCTION kizunasync.configure(
 	pull_wait_ms integer DEFAULT NULL,
 	reap_schedule text DEFAULT NULL,
 	compact_schedule text DEFAULT NULL,
-	client_prune_schedule text DEFAULT NULL)
+	client_prune_schedule text DEFAULT NULL,
+	max_pull_buckets integer DEFAULT NULL)
 RETURNS jsonb
 AS 'MODULE_PATHNAME', 'kz_configure'
 LANGUAGE C VOLATILE;
-COMMENT ON FUNCTION kizunasync.configure(integer, integer, integer, boolean, integer, integer, integer, integer, text, text, text) IS
+COMMENT ON FUNCTION kizunasync.configure(integer, integer, integer, boolean, integer, integer, integer, integer, text, text, text, integer) IS
   'changes deployment settings (NULL leaves one unchanged) and returns every effective setting';
 
 -- Operator view: one row per synced table.  CREATE OR REPLACE: an update

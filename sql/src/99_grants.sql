@@ -33,7 +33,7 @@ GRANT EXECUTE ON FUNCTION
 	kizunasync.unsync_table(regclass),
 	kizunasync.repair_table(regclass),
 	kizunasync.resync_bucket(regclass, jsonb),
-	kizunasync.configure(integer, integer, integer, boolean, integer, integer, integer, integer, text, text, text)
+	kizunasync.configure(integer, integer, integer, boolean, integer, integer, integer, integer, text, text, text, integer)
 	TO pg_database_owner;
 GRANT SELECT ON kizunasync.status TO service_role, pg_database_owner;
 -- the in_flight view calls its function as the reader

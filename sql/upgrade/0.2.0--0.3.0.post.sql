@@ -1,6 +1,6 @@
 
 -- ---------------------------------------------------------------------------
--- 4. The trigger that moves the rows of a 0.1.0 or 0.2.0 dump restored later
+-- 5. The trigger that moves the rows of a 0.1.0 or 0.2.0 dump restored later
 -- (sql/src/05_entries.sql), fired in replica mode too, as in a fresh install
 -- (sql/src/90_triggers.sql).
 -- ---------------------------------------------------------------------------

@@ -248,3 +248,16 @@ CREATE STATISTICS kizunasync.entries_tid_kind (mcv) ON tid, kind FROM kizunasync
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.buckets', '');
 SELECT pg_catalog.pg_extension_config_dump('kizunasync.entries', '');
 ANALYZE kizunasync.entries, kizunasync.buckets;
+
+-- ---------------------------------------------------------------------------
+-- 4. How many bucket entries a pull may name is a setting (issue 30,
+-- decisions/0022; 64 before): a column last, as in a fresh install, and an
+-- argument last of configure(), which the routines below create with it.
+-- The old configure() goes first (CREATE OR REPLACE would add a second one
+-- beside it); EXECUTE on it is granted again at the end as a fresh install
+-- grants it (an operator's own grants on it have to be made again).
+-- ---------------------------------------------------------------------------
+ALTER TABLE kizunasync.settings
+	ADD COLUMN max_pull_buckets integer CHECK (max_pull_buckets BETWEEN 1 AND 10000);
+DROP FUNCTION kizunasync.configure(integer, integer, integer, boolean, integer, integer, integer,
+	integer, text, text, text);

@@ -52,7 +52,23 @@ SELECT kizunasync.pull(:'a', '0', 1, 5000) -> 'cursor' AS at_max;
 SELECT kizunasync.pull(:'a', '0', 1, 1) -> 'cursor' AS at_min;
 SELECT kizunasync.pull(:'a', '0', 1, NULL) -> 'cursor' AS null_limit;
 
--- 4. buckets: shape and limits (64 entries; 65 fails)
+-- 4. buckets: shape and limits.  The entry count: settings.max_pull_buckets
+--    (default 1000; the pack's 64 is a setting away, decisions/0022).  At the
+--    default: 1000 entries (1000 distinct bucket values) pass, 1001 fail; the
+--    cursor does not grow with them
+SELECT kizunasync.pull((SELECT jsonb_agg(jsonb_build_object('table', 'todos', 'params',
+	jsonb_build_object('owner_id', format('00000000-0000-4000-8000-%s', lpad(i::text, 12, '0')))))
+	FROM generate_series(1, 1001) i), '0', 1);
+SELECT jsonb_array_length(p -> 'rows') AS thousand_rows, p -> 'cursor' AS thousand_cursor
+  FROM kizunasync.pull((SELECT jsonb_agg(jsonb_build_object('table', 'todos', 'params', jsonb_build_object('owner_id', o)))
+	FROM (SELECT format('00000000-0000-4000-8000-%s', lpad(i::text, 12, '0')) FROM generate_series(1, 999) i
+		  UNION ALL SELECT '00000000-0000-4000-8000-a10000000001') s (o)), '0', 1) p;
+-- the setting at the pack's 64: 64 pass, 65 fail; out of range is refused (23514)
+RESET ROLE;
+SELECT kizunasync.configure(max_pull_buckets => 64) -> 'max_pull_buckets' AS max_pull_buckets;
+SELECT kizunasync.configure(max_pull_buckets => 0);
+SELECT kizunasync.configure(max_pull_buckets => 10001);
+SET ROLE authenticated;
 SELECT kizunasync.pull((SELECT jsonb_agg(e) FROM (SELECT (:'a'::jsonb) -> 0 AS e FROM generate_series(1, 65)) s), '0', 1);
 SELECT kizunasync.pull((SELECT jsonb_agg(e) FROM (SELECT (:'a'::jsonb) -> 0 AS e FROM generate_series(1, 64)) s), '0', 1) -> 'cursor' AS sixty_four;
 SELECT kizunasync.pull('{"table": "todos"}', '0', 1);
@@ -76,10 +92,20 @@ SELECT kizunasync.pull((SELECT jsonb_build_array(jsonb_build_object('table', 'wi
 SELECT kizunasync.pull(jsonb_build_array(jsonb_build_object('table', 'todos', 'params', jsonb_build_object('owner_id', NULL, 'title', repeat('x', 1024)))), '0', 1) -> 'rows' AS value_1024;
 SELECT kizunasync.pull(jsonb_build_array(jsonb_build_object('table', repeat('t', 63))), '0', 1);
 SELECT kizunasync.pull(jsonb_build_array(jsonb_build_object('table', 'wide', 'params', jsonb_build_object(repeat('c', 64), 1))), '0', 1);
--- the JSON text: 64 entries of 3 values of 1024 bytes (about 200 KB) pass; 16 values each (over 1 MB) do not
+-- the JSON text: 4096 bytes per entry the setting allows, at least 262,144
+-- (the setting at 64): 64 entries of 3 values of 1024 bytes (about 200 KB)
+-- pass; 16 values each (over 1 MB) do not, nor 5 values of 1000 bytes (325 KB)
 SELECT kizunasync.pull((SELECT jsonb_agg(jsonb_build_object('table', 'wide', 'params', (SELECT jsonb_object_agg('c' || i, repeat('v', 1024)) FROM generate_series(1, 3) i))) FROM generate_series(1, 64)), '0', 1) -> 'rows' AS text_200k;
 SELECT kizunasync.pull((SELECT jsonb_agg(jsonb_build_object('table', 'wide', 'params', (SELECT jsonb_object_agg('c' || i, repeat('v', 1024)) FROM generate_series(1, 16) i))) FROM generate_series(1, 64)), '0', 1);
 SELECT kizunasync.pull((SELECT jsonb_agg(jsonb_build_object('table', 'wide', 'params', (SELECT jsonb_object_agg('c' || i, repeat('v', 1000)) FROM generate_series(1, 5) i))) FROM generate_series(1, 64)), '0', 1);
+-- at the default (1000 entries: 4,096,000 bytes) those 325 KB pass, and
+-- 1000 entries of 3 values of 1024 bytes (3.1 MB) pass; 4 values each (4.2 MB) do not
+RESET ROLE;
+UPDATE kizunasync.settings SET max_pull_buckets = NULL;
+SET ROLE authenticated;
+SELECT kizunasync.pull((SELECT jsonb_agg(jsonb_build_object('table', 'wide', 'params', (SELECT jsonb_object_agg('c' || i, repeat('v', 1000)) FROM generate_series(1, 5) i))) FROM generate_series(1, 64)), '0', 1) -> 'rows' AS text_325k;
+SELECT kizunasync.pull((SELECT jsonb_agg(jsonb_build_object('table', 'wide', 'params', (SELECT jsonb_object_agg('c' || i, repeat('v', 1024)) FROM generate_series(1, 3) i))) FROM generate_series(1, 1000)), '0', 1) -> 'rows' AS text_3m;
+SELECT kizunasync.pull((SELECT jsonb_agg(jsonb_build_object('table', 'wide', 'params', (SELECT jsonb_object_agg('c' || i, repeat('v', 1024)) FROM generate_series(1, 4) i))) FROM generate_series(1, 1000)), '0', 1);
 -- the params key may be left out (it means {}) and an empty list is fine
 SELECT kizunasync.pull('[{"table": "notes"}]', '0', 1) -> 'cursor' AS no_params;
 SELECT kizunasync.pull('[]', '0', 1) - 'cursor' AS empty_list;

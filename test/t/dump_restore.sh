@@ -68,7 +68,7 @@ contents() { q "$1" -v schemas="$2" -f "$T_DIR/contents.sql"; }
 # settings row itself where configure() does not exist (0.1.0)
 effective_settings() {
 	q "$1" <<SQL
-SELECT to_regprocedure('$CONFIGURE_SIG') IS NOT NULL AS has_configure \gset
+SELECT to_regproc('$CONFIGURE_NAME') IS NOT NULL AS has_configure \gset
 \if :has_configure
 BEGIN;
 SELECT kizunasync.configure();

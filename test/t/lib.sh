@@ -20,12 +20,14 @@ T_AT_FINISH=()
 # users and devices of the history (test/t/history.sh)
 UA=00000000-0000-4000-8000-a10000000001
 UB=00000000-0000-4000-8000-a10000000002
-CONFIGURE_SIG='kizunasync.configure(integer,integer,integer,boolean,integer,integer,integer,integer,text,text,text)'
+# configure() by name: its argument list grew (0.3.0: max_pull_buckets), so
+# a release's own signature is whatever that release declares
+CONFIGURE_NAME='kizunasync.configure'
 # the decided declaration: argument names, NULL defaults, result
-CONFIGURE_DECL='max_pull_scan integer DEFAULT NULL::integer, max_pull_limit integer DEFAULT NULL::integer, max_batch_size integer DEFAULT NULL::integer, require_atomic boolean DEFAULT NULL::boolean, tombstone_ttl_days integer DEFAULT NULL::integer, client_ttl_days integer DEFAULT NULL::integer, hlc_max_skew_ms integer DEFAULT NULL::integer, pull_wait_ms integer DEFAULT NULL::integer, reap_schedule text DEFAULT NULL::text, compact_schedule text DEFAULT NULL::text, client_prune_schedule text DEFAULT NULL::text -> jsonb'
+CONFIGURE_DECL='max_pull_scan integer DEFAULT NULL::integer, max_pull_limit integer DEFAULT NULL::integer, max_batch_size integer DEFAULT NULL::integer, require_atomic boolean DEFAULT NULL::boolean, tombstone_ttl_days integer DEFAULT NULL::integer, client_ttl_days integer DEFAULT NULL::integer, hlc_max_skew_ms integer DEFAULT NULL::integer, pull_wait_ms integer DEFAULT NULL::integer, reap_schedule text DEFAULT NULL::text, compact_schedule text DEFAULT NULL::text, client_prune_schedule text DEFAULT NULL::text, max_pull_buckets integer DEFAULT NULL::integer -> jsonb'
 # configure_decl DB: configure()'s declaration in DB (empty when absent)
 configure_decl() {
-	q "$1" -c "SELECT pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid) FROM pg_proc p WHERE p.oid = to_regprocedure('$CONFIGURE_SIG')"
+	q "$1" -c "SELECT pg_get_function_arguments(p.oid) || ' -> ' || pg_get_function_result(p.oid) FROM pg_proc p WHERE p.oid = to_regproc('$CONFIGURE_NAME')"
 }
 
 # ------------------------------------------------------------------ TAP
