@@ -23,6 +23,7 @@
 #include "utils/timestamp.h"
 
 #include "bookkeeping.h"
+#include "entry_bucket.h"
 #include "entry_key.h"
 
 /* One change to record: a row entry ('u') or a tombstone ('d'). */
@@ -37,21 +38,6 @@ typedef struct KzChange
 	char	   *snapshot;		/* 'd': bucket snapshot as jsonb text */
 	TransactionId row_xmin;		/* 'u': xmin of the row version recorded */
 } KzChange;
-
-/* ------------------------------------------------------------- buckets */
-
-/* The number of a NULL bucket value: no pull ever reads it. */
-#define KZ_ENTRY_NULL_BUCKET	INT64CONST(0)
-
-/* The number of a label of table tid (a hash; KZ_ENTRY_NULL_BUCKET for NULL). */
-extern PGDLLEXPORT int64 kz_entry_bucket_number(int32 tid, const char *label);
-
-/*
- * The number of bucket value label of table tid; with create (the write
- * path), kizunasync.buckets is sure to hold the label once this
- * transaction commits.
- */
-extern int64 kz_entry_bucket(int32 tid, const char *label, bool create);
 
 /*
  * Refuse (55000, hint: update) when the database's SQL objects are those of

@@ -27,17 +27,19 @@ kz_entry_conf_key(const KzTableConf *conf, const char *pk)
 
 /* The label of a bucket number of table tid, or NULL (inside SPI). */
 static char *
-entry_bucket_label(int64 bucket)
+entry_bucket_label(int32 tid, int64 bucket)
 {
-	Oid			types[1] = {INT8OID};
-	Datum		values[1];
+	Oid			types[2] = {INT8OID, INT4OID};
+	Datum		values[2];
 	char	   *label = NULL;
 
 	if (bucket == KZ_ENTRY_NULL_BUCKET)
 		return NULL;
 	values[0] = Int64GetDatum(bucket);
-	if (kz_spi_priv("SELECT label FROM kizunasync.buckets WHERE id OPERATOR(pg_catalog.=) $1 LIMIT 1",
-					1, types, values, NULL, false, 1, SPI_OK_SELECT) > 0)
+	values[1] = Int32GetDatum(tid);
+	if (kz_spi_priv("SELECT label FROM kizunasync.buckets WHERE id OPERATOR(pg_catalog.=) $1"
+					" AND tid OPERATOR(pg_catalog.=) $2 LIMIT 1",
+					2, types, values, NULL, false, 1, SPI_OK_SELECT) > 0)
 		label = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
 	SPI_freetuptable(SPI_tuptable);
 	return label;
@@ -78,7 +80,7 @@ kz_entry_row_of(const KzTableConf *conf, const char *pk, Snapshot snap, char **l
 			*row_xmin = DatumGetTransactionId(d);
 		*seq = DatumGetInt64(SPI_getbinval(tt->vals[0], tt->tupdesc, 3, &isnull));
 		SPI_freetuptable(tt);
-		*label = entry_bucket_label(bucket);
+		*label = entry_bucket_label(conf->id, bucket);
 		if (*label == NULL && conf->bucket_column == NULL)
 			*label = pstrdup("");
 		return found;
@@ -97,7 +99,7 @@ kz_entry_tombstone_of(const KzTableConf *conf, const char *pk, Snapshot snap, ch
 	*xmin = InvalidTransactionId;
 	if (!kz_entry_key_tombstone(conf->id, kz_entry_conf_key(conf, pk), snap, &bucket, xmin))
 		return false;
-	*label = entry_bucket_label(bucket);
+	*label = entry_bucket_label(conf->id, bucket);
 	if (*label == NULL)
 		*label = pstrdup("");
 	return true;
@@ -124,7 +126,8 @@ kz_entry_rows_of_table(const KzTableConf *conf, const bytea *after, int limit, K
 	values[1] = PointerGetDatum(after);
 	values[2] = Int32GetDatum(limit);
 	n = kz_spi_priv("SELECT e.key, (SELECT b.label FROM kizunasync.buckets b"
-					"          WHERE b.id OPERATOR(pg_catalog.=) e.bucket LIMIT 1), e.ctid, e.bucket"
+					"          WHERE b.id OPERATOR(pg_catalog.=) e.bucket AND b.tid OPERATOR(pg_catalog.=) e.tid LIMIT 1),"
+					" e.ctid, e.bucket"
 					" FROM kizunasync.entries e"
 					" WHERE e.tid OPERATOR(pg_catalog.=) $1 AND e.key OPERATOR(pg_catalog.>) $2"
 					" AND e.kind OPERATOR(pg_catalog.=) 'r'"

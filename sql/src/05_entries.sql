@@ -14,7 +14,7 @@ SELECT e.seq,
 		 ELSE pg_catalog.convert_from(pg_catalog.substr(e.key, 2), pg_catalog.getdatabaseencoding())
 	   END COLLATE "C" AS pk,
 	   (SELECT b.label FROM kizunasync.buckets b
-		 WHERE b.id OPERATOR(pg_catalog.=) e.bucket AND e.bucket OPERATOR(pg_catalog.<>) 0 LIMIT 1) COLLATE "C" AS bucket_value,
+		 WHERE b.id OPERATOR(pg_catalog.=) e.bucket AND b.tid OPERATOR(pg_catalog.=) e.tid AND e.bucket OPERATOR(pg_catalog.<>) 0 LIMIT 1) COLLATE "C" AS bucket_value,
 	   e.row_xmin
   FROM kizunasync.entries e
   LEFT JOIN kizunasync.synced_tables s ON s.id OPERATOR(pg_catalog.=) e.tid
@@ -30,7 +30,7 @@ SELECT e.seq,
 		 ELSE pg_catalog.convert_from(pg_catalog.substr(e.key, 2), pg_catalog.getdatabaseencoding())
 	   END COLLATE "C" AS pk,
 	   COALESCE((SELECT b.label FROM kizunasync.buckets b
-				  WHERE b.id OPERATOR(pg_catalog.=) e.bucket AND e.bucket OPERATOR(pg_catalog.<>) 0 LIMIT 1), '') COLLATE "C" AS bucket_value,
+				  WHERE b.id OPERATOR(pg_catalog.=) e.bucket AND b.tid OPERATOR(pg_catalog.=) e.tid AND e.bucket OPERATOR(pg_catalog.<>) 0 LIMIT 1), '') COLLATE "C" AS bucket_value,
 	   e.snapshot AS bucket_snapshot,
 	   e.deleted_at
   FROM kizunasync.entries e

@@ -30,6 +30,8 @@ CREATE FUNCTION kizunasync_test.entry_key(table_name text, pk text) RETURNS byte
 	AS 'MODULE_PATHNAME', 'kzt_entry_key' LANGUAGE C STRICT STABLE;
 CREATE FUNCTION kizunasync_test.bucket_number(tid integer, label text) RETURNS bigint
 	AS 'MODULE_PATHNAME', 'kzt_bucket_number' LANGUAGE C STABLE;
+CREATE FUNCTION kizunasync_test.siphash(key bytea, data bytea) RETURNS bigint
+	AS 'MODULE_PATHNAME', 'kzt_siphash' LANGUAGE C IMMUTABLE STRICT;
 
 REVOKE ALL ON ALL ROUTINES IN SCHEMA kizunasync_test FROM PUBLIC;
 

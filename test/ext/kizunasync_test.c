@@ -25,6 +25,7 @@
 #include "capture_queue.h"
 #include "entry.h"
 #include "horizon.h"
+#include "siphash.h"
 #include "rowkey.h"
 #include "spi.h"
 #include "stamp.h"
@@ -52,6 +53,7 @@ KZT_FN(kz_stamp_set_wait_after_draw);
 KZT_FN(kz_plan_cache_count);
 KZT_FN(kz_entry_key);
 KZT_FN(kz_entry_bucket_number);
+KZT_FN(kz_siphash24);
 KZT_FN(kz_tableconf_by_name);
 
 #define KZT_LOAD(name) \
@@ -77,6 +79,7 @@ _PG_init(void)
 	KZT_LOAD(kz_plan_cache_count);
 	KZT_LOAD(kz_entry_key);
 	KZT_LOAD(kz_entry_bucket_number);
+	KZT_LOAD(kz_siphash24);
 	KZT_LOAD(kz_tableconf_by_name);
 }
 
@@ -88,6 +91,7 @@ PG_FUNCTION_INFO_V1(kzt_wait_after_draw);
 PG_FUNCTION_INFO_V1(kzt_plan_cache_count);
 PG_FUNCTION_INFO_V1(kzt_entry_key);
 PG_FUNCTION_INFO_V1(kzt_bucket_number);
+PG_FUNCTION_INFO_V1(kzt_siphash);
 
 /*
  * kizunasync_test.horizon(cursor text, max_holes integer DEFAULT 100) RETURNS text
@@ -223,4 +227,17 @@ kzt_bucket_number(PG_FUNCTION_ARGS)
 		PG_RETURN_INT64(0);
 	PG_RETURN_INT64(kzt_kz_entry_bucket_number(PG_GETARG_INT32(0),
 											   text_to_cstring(PG_GETARG_TEXT_PP(1))));
+}
+
+/* SipHash-2-4 of data with a 16-byte key, as the bucket numbers use it. */
+Datum
+kzt_siphash(PG_FUNCTION_ARGS)
+{
+	bytea	   *key = PG_GETARG_BYTEA_PP(0);
+	bytea	   *data = PG_GETARG_BYTEA_PP(1);
+
+	if (VARSIZE_ANY_EXHDR(key) != 16)
+		elog(ERROR, "a SipHash key has 16 bytes");
+	PG_RETURN_INT64((int64) kzt_kz_siphash24((const uint8 *) VARDATA_ANY(key),
+											 VARDATA_ANY(data), VARSIZE_ANY_EXHDR(data)));
 }

@@ -278,6 +278,24 @@ SELECT tombstone_ttl_days FROM kizunasync.synced_tables WHERE table_name = 'bl_m
 SELECT kizunasync.unsync_table('bl.m');
 SELECT kizunasync.sync_table('bl.m', bucket_column => 'k', table_name => 'bl_m');
 
+-- bucket numbers are SipHash-2-4 of the label with the table's random key
+-- (decisions/0092, "Bucket numbers"): the reference test vector (key
+-- 00..0f, message 00..0e) is a129ca6149be45e5
+SELECT to_hex(kizunasync_test.siphash('\x000102030405060708090a0b0c0d0e0f',
+									  '\x000102030405060708090a0b0c0d0e')) AS siphash_vector;
+CREATE TABLE bl.k1 (id int PRIMARY KEY, g text);
+CREATE TABLE bl.k2 (id int PRIMARY KEY, g text);
+ALTER TABLE bl.k1 ENABLE ROW LEVEL SECURITY;
+ALTER TABLE bl.k2 ENABLE ROW LEVEL SECURITY;
+SELECT kizunasync.sync_table('bl.k1', bucket_column => 'g', table_name => 'bl_k1') IS NOT NULL AS synced;
+SELECT kizunasync.sync_table('bl.k2', bucket_column => 'g', table_name => 'bl_k2') IS NOT NULL AS synced;
+SELECT count(DISTINCT bucket_key) AS keys, min(length(bucket_key)) AS key_bytes,
+	   count(DISTINCT kizunasync_test.bucket_number(id, 'team-1')) AS numbers_of_one_label,
+	   bool_and(kizunasync_test.bucket_number(id, 'team-1')
+				= kizunasync_test.siphash(bucket_key, convert_to('team-1', 'UTF8')) & 9223372036854775807)
+		 AS keyed_siphash
+  FROM kizunasync.synced_tables WHERE table_name IN ('bl_k1', 'bl_k2');
+
 -- nothing of this file is left behind
 SET client_min_messages = warning;
 DROP SCHEMA bl CASCADE;

@@ -208,7 +208,8 @@ label_rows() {
 # contents() of a database of this version in the layout of 0.1.0's tables:
 # changelog and tombstones are views of the entries since 0.2.0
 # (decisions/0092), read through them, and the entries and bucket labels
-# they read and the synced tables' numbers are left out
+# they read and the synced tables' numbers and bucket keys (random) are
+# left out
 contents_as_tables() {
 	contents "$1" kizunasync changelog,tombstones |
 		grep -v '^kizunasync.entries \|^kizunasync.buckets \|^kizunasync.synced_tables_id_seq ' |
@@ -219,6 +220,7 @@ for line in sys.stdin:
     if name == "kizunasync.synced_tables":
         row = json.loads(rest)
         row.pop("id", None)
+        row.pop("bucket_key", None)
         rest = json.dumps(row, sort_keys=True)
     print(name, rest)' | LC_ALL=C sort
 }
