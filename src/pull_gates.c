@@ -21,6 +21,7 @@
 #include "errors.h"
 #include "jsonbutil.h"
 #include "pull_gates.h"
+#include "request_pull_jsonb.h"
 #include "spi.h"
 
 /* The buckets argument (argument 0 of pull), parsed and checked (request_pull.h). */
@@ -30,6 +31,7 @@ kz_pull_parse_buckets(FunctionCallInfo fcinfo, int max_buckets, KzPullRequest *r
 	Jsonb	   *bj;
 	char	   *btext;
 	KzReqError	rerr;
+	int			rc;
 
 	if (PG_ARGISNULL(0))
 	{
@@ -49,8 +51,12 @@ kz_pull_parse_buckets(FunctionCallInfo fcinfo, int max_buckets, KzPullRequest *r
 				 errmsg("buckets is too large"),
 				 errdetail("The limit is %zu bytes of JSON text.", kz_pull_max_text(max_buckets))));
 	bj = PG_GETARG_JSONB_P(0);
-	btext = JsonbToCString(NULL, &bj->root, VARSIZE(bj));
-	if (kz_pull_request_parse(btext, strlen(btext), max_buckets, palloc, req, &rerr) != 0)
+	if (!kz_pull_request_from_jsonb(bj, max_buckets, req, &rerr, &rc))
+	{
+		btext = JsonbToCString(NULL, &bj->root, VARSIZE(bj));
+		rc = kz_pull_request_parse(btext, strlen(btext), max_buckets, palloc, req, &rerr);
+	}
+	if (rc != 0)
 		kz_raise_request_error(&rerr);
 }
 
@@ -230,7 +236,64 @@ typedef struct GatesCastCache
 	Oid			typioparam;
 	FmgrInfo	input;
 	FmgrInfo	to_jsonb;
+	FmgrInfo	output;			/* GATES_JSONB_STRING: the type's output */
+	int			jsonb;			/* how to_jsonb renders the type (below) */
 } GatesCastCache;
+
+/*
+ * What to_jsonb makes of a value of a few built-in types (not domains),
+ * done here without its per-call type lookups (decisions/0025, item 7):
+ * an integer is the JSON number its output text reads as, a uuid or a
+ * string its output text as a JSON string.  Any other type goes through
+ * to_jsonb itself.
+ */
+#define GATES_JSONB_CALL	0
+#define GATES_JSONB_INTEGER	1
+#define GATES_JSONB_STRING	2
+
+static int
+gates_jsonb_kind(Oid typid)
+{
+	switch (typid)
+	{
+		case INT2OID:
+		case INT4OID:
+		case INT8OID:
+			return GATES_JSONB_INTEGER;
+		case TEXTOID:
+		case VARCHAROID:
+		case UUIDOID:
+			return GATES_JSONB_STRING;
+		default:
+			return GATES_JSONB_CALL;
+	}
+}
+
+/* to_jsonb(value) of a column of the cached type. */
+static Jsonb *
+gates_to_jsonb(GatesCastCache *cache, Datum value)
+{
+	JsonbValue	jv;
+	char	   *out;
+
+	switch (cache->jsonb)
+	{
+		case GATES_JSONB_INTEGER:
+			jv.type = jbvNumeric;
+			jv.val.numeric = int64_to_numeric(cache->typid == INT8OID ? DatumGetInt64(value) :
+											  cache->typid == INT4OID ? DatumGetInt32(value) :
+											  DatumGetInt16(value));
+			return JsonbValueToJsonb(&jv);
+		case GATES_JSONB_STRING:
+			out = OutputFunctionCall(&cache->output, value);
+			jv.type = jbvString;
+			jv.val.string.val = out;
+			jv.val.string.len = strlen(out);
+			return JsonbValueToJsonb(&jv);
+		default:
+			return DatumGetJsonbP(FunctionCall1(&cache->to_jsonb, value));
+	}
+}
 
 /*
  * Cast a param value through its column's type and render it as to_jsonb
@@ -245,7 +308,7 @@ gates_cast_param(KzTableDesc *t, KzColumn *col, const KzPullParam *p, int idx, D
 	Datum		value;
 	ErrorContextCallback errcb;
 	GatesCastContext cc;
-	Datum		result;
+	Jsonb	   *result;
 
 	*cast = (Datum) 0;
 	if (p->kind == KZ_PARAM_NULL)
@@ -270,16 +333,25 @@ gates_cast_param(KzTableDesc *t, KzColumn *col, const KzPullParam *p, int idx, D
 		cache->to_jsonb.fn_expr = (Node *) makeFuncExpr(F_TO_JSONB, JSONBOID,
 														list_make1(makeNullConst(col->typid, col->typmod, InvalidOid)),
 														InvalidOid, InvalidOid, COERCE_EXPLICIT_CALL);
+		cache->jsonb = gates_jsonb_kind(col->typid);
+		if (cache->jsonb == GATES_JSONB_STRING)
+		{
+			Oid			typoutput;
+			bool		varlena;
+
+			getTypeOutputInfo(col->typid, &typoutput, &varlena);
+			fmgr_info(typoutput, &cache->output);
+		}
 		cache->typid = col->typid;
 		cache->typmod = col->typmod;
 		cache->valid = true;
 	}
 	value = InputFunctionCall(&cache->input, p->text, cache->typioparam, col->typmod);
 	*cast = value;
-	result = FunctionCall1(&cache->to_jsonb, value);
+	result = gates_to_jsonb(cache, value);
 
 	error_context_stack = errcb.previous;
-	return DatumGetJsonbP(result);
+	return result;
 }
 
 void

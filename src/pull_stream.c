@@ -72,19 +72,6 @@ stream_cmp_pair(const void *a, const void *b)
 	return (x->scope > y->scope) - (x->scope < y->scope);
 }
 
-static const KzPullStream *stream_sort_arg;
-
-static int
-stream_cmp_by_bucket(const void *a, const void *b)
-{
-	const KzPullSource *x = &stream_sort_arg->sources[*(const int *) a];
-	const KzPullSource *y = &stream_sort_arg->sources[*(const int *) b];
-
-	if (x->bucket != y->bucket)
-		return (x->bucket > y->bucket) - (x->bucket < y->bucket);
-	return (*(const int *) a > *(const int *) b) - (*(const int *) a < *(const int *) b);
-}
-
 /* Each scope's (table, bucket value) pair; a null bucket value has none. */
 static int
 stream_scope_pairs(KzPullStream *s, const KzPullTables *pt, StreamPair *pairs)
@@ -136,8 +123,10 @@ kz_stream_init(KzPullStream *s, const KzPullTables *pt, const char *sub, Snapsho
 	int		   *pair_at = palloc(sizeof(int) * nscopes);	/* scope -> its place in pairs */
 	int		   *run_start = palloc(sizeof(int) * nscopes);	/* place -> its run's first place */
 	int		   *run_end = palloc(sizeof(int) * nscopes);	/* run's first place -> past its last */
+	int		   *src_at = palloc(sizeof(int) * nscopes);	/* run's first place -> its source */
 	int			npairs;
-	int			i;
+	int			i,
+				n;
 
 	memset(s, 0, sizeof(*s));
 	s->window_pos = window_pos;
@@ -176,6 +165,7 @@ kz_stream_init(KzPullStream *s, const KzPullTables *pt, const char *sub, Snapsho
 		if (p < 0 || run_start[p] != p)
 			continue;			/* no pair, or not the first entry naming it */
 		r = run_end[p];
+		src_at[p] = s->nsources;
 		src = &s->sources[s->nsources++];
 		src->table = pairs[p].table;
 		src->label = pairs[p].label;
@@ -185,17 +175,32 @@ kz_stream_init(KzPullStream *s, const KzPullTables *pt, const char *sub, Snapsho
 		for (k = p; k < r; k++)
 			src->scopes[src->nscopes++] = pairs[k].scope;
 	}
+
+	/*
+	 * The sources by bucket number, then request order: the pairs' order
+	 * (by number first), each run of one number put in request order.
+	 */
 	s->by_bucket = palloc(sizeof(int) * Max(s->nsources, 1));
-	for (i = 0; i < s->nsources; i++)
-		s->by_bucket[i] = i;
-	stream_sort_arg = s;
-	qsort(s->by_bucket, s->nsources, sizeof(int), stream_cmp_by_bucket);
+	for (i = 0, n = 0; i < npairs; i++)
+	{
+		int			v,
+					j;
+
+		if (run_start[i] != i)
+			continue;
+		v = src_at[i];
+		for (j = n++; j > 0 && s->sources[s->by_bucket[j - 1]].bucket == s->sources[v].bucket &&
+			 s->by_bucket[j - 1] > v; j--)
+			s->by_bucket[j] = s->by_bucket[j - 1];
+		s->by_bucket[j] = v;
+	}
 
 	s->sub = sub;
 	pfree(pairs);
 	pfree(pair_at);
 	pfree(run_start);
 	pfree(run_end);
+	pfree(src_at);
 }
 
 bool
@@ -231,16 +236,23 @@ kz_stream_pairs(const KzPullStream *s, KzBucketPair **pairs)
 }
 
 /*
- * The grants the caller holds of the sources' pairs, in one statement, read
- * when an entry of a source is first read: a pull whose window holds none
- * (an idle or empty pull) never asks.
+ * The grants of the sources' pairs whose entries a page reads: one probe of
+ * the grants' primary key each for the first STREAM_GRANT_PROBES of them,
+ * then one statement for all the others.  A delta or an empty pull naming
+ * a thousand buckets reads the grants of the few pairs that changed, not
+ * the caller's thousand (decisions/0025, item 7); an idle pull asks none.
+ * Every read sees the pull's snapshot.
  */
+#define STREAM_GRANT_PROBES 16
+
 static void
 stream_grants(KzPullStream *s)
 {
 	const char **tables;
 	const char **labels;
 	bool	   *held;
+	int		   *at;
+	int			n = 0;
 	int			i;
 
 	if (s->grants_read)
@@ -251,26 +263,54 @@ stream_grants(KzPullStream *s)
 	tables = palloc(sizeof(char *) * s->nsources);
 	labels = palloc(sizeof(char *) * s->nsources);
 	held = palloc(sizeof(bool) * s->nsources);
+	at = palloc(sizeof(int) * s->nsources);
 	for (i = 0; i < s->nsources; i++)
 	{
-		tables[i] = s->sources[i].table->conf->table_name;
-		labels[i] = s->sources[i].label;
+		if (s->sources[i].grant_known)
+			continue;
+		tables[n] = s->sources[i].table->conf->table_name;
+		labels[n] = s->sources[i].label;
+		at[n++] = i;
 	}
-	kz_grants_held_many(s->sub, tables, labels, s->nsources, held);
-	for (i = 0; i < s->nsources; i++)
-		s->sources[i].granted = held[i];
+	kz_grants_held_many(s->sub, tables, labels, n, held);
+	for (i = 0; i < n; i++)
+	{
+		s->sources[at[i]].granted = held[i];
+		s->sources[at[i]].grant_known = true;
+	}
 	pfree(tables);
 	pfree(labels);
 	pfree(held);
+	pfree(at);
+}
+
+static void
+stream_grant(KzPullStream *s, KzPullSource *src)
+{
+	if (src->grant_known || s->grants_read)
+		return;
+	if (s->sub == NULL)
+		src->granted = false;
+	else if (s->grants_probed < STREAM_GRANT_PROBES)
+	{
+		s->grants_probed++;
+		src->granted = kz_grants_held(s->sub, src->table->conf->table_name, src->label);
+	}
+	else
+	{
+		stream_grants(s);
+		return;
+	}
+	src->grant_known = true;
 }
 
 /* The entries of a source: its rows, and its tombstones when granted. */
 void
-kz_stream_query(KzPullStream *s, const KzPullSource *src, KzEntryQuery *q)
+kz_stream_query(KzPullStream *s, KzPullSource *src, KzEntryQuery *q)
 {
 	const KzTableConf *c = src->table->conf;
 
-	stream_grants(s);
+	stream_grant(s, src);
 	memset(q, 0, sizeof(*q));
 	q->conf = c;
 	q->bucket = src->bucket;

@@ -35,6 +35,7 @@ typedef struct KzPullSource
 	Jsonb	   *bucket_json;	/* the normalised bucket value (bucketed tables) */
 	bool		granted;		/* the caller holds the pair's grant: tombstones too
 								 * (known once an entry was read: pull_stream.c) */
+	bool		grant_known;	/* granted is read */
 	bool		exhausted;		/* nothing left in the window past buf */
 	int		   *scopes;			/* the request's entries naming this pair */
 	int			nscopes;
@@ -63,7 +64,8 @@ typedef struct KzPullStream
 	int			nsources;
 	KzPullSource *sources;
 	const char *sub;			/* the caller's user id (NULL: none) */
-	bool		grants_read;	/* sources[].granted is known */
+	bool		grants_read;	/* every source's granted is known */
+	int			grants_probed;	/* sources whose grant was read alone */
 	int		   *by_bucket;		/* source indexes ordered by bucket number */
 	int		   *null_scopes;	/* scopes naming a null bucket value (no source) */
 	int			nnull_scopes;
@@ -124,7 +126,7 @@ extern const KzPullSource *kz_stream_ungranted_tombstones(KzPullStream *s, int64
 /* ------------------------------------------ for the window's reads (pull_merge.c) */
 
 /* The entries of a source: its rows, and its tombstones when the caller holds its grant. */
-extern void kz_stream_query(KzPullStream *s, const KzPullSource *src, KzEntryQuery *q);
+extern void kz_stream_query(KzPullStream *s, KzPullSource *src, KzEntryQuery *q);
 
 /* The stream's open entries (entry_window.h), opened at the first read. */
 extern KzEntryWindow *kz_stream_window(KzPullStream *s);

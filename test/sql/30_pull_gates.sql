@@ -86,6 +86,27 @@ SELECT kizunasync.pull('[{"table": "todos", "params": {"owner_id": "x"}, "extra"
 SELECT kizunasync.pull(jsonb_build_array(jsonb_build_object('table', 'todos', 'params', jsonb_build_object('title', repeat('x', 1025)))), '0', 1);
 SELECT kizunasync.pull((SELECT jsonb_build_array(jsonb_build_object('table', 'todos', 'params', jsonb_object_agg('c' || i, i))) FROM generate_series(1, 17) i), '0', 1);
 SELECT kizunasync.pull('[{"table": "todos", "params": {"": 1}}]', '0', 1);
+-- the argument is read from its jsonb as the text parser reads its text
+-- (decisions/0025, item 7): a number without a decimal point is an
+-- integer (1e2 is 100), with one it is not (1.0); a number jansson would
+-- refuse (outside int64, or a real beyond double) is 22003 wherever it is,
+-- after the depth and before the structure; keys in jsonb order (shorter
+-- first), an unknown key before the table, the table before the params
+SELECT kizunasync.pull('[{"table": "todos", "params": {"owner_id": 1e2}}]', '0', 1);
+SELECT kizunasync.pull('[{"table": "todos", "params": {"owner_id": 1.0}}]', '0', 1);
+SELECT kizunasync.pull('[{"table": "todos", "params": {"owner_id": 0.0000001}}]', '0', 1);
+SELECT kizunasync.pull('[{"table": "todos", "params": {"owner_id": -9223372036854775808}}]', '0', 1);
+SELECT kizunasync.pull('[{"table": "todos", "params": {"owner_id": 1e400}}]', '0', 1);
+SELECT kizunasync.pull('[{"table": "todos", "params": {"owner_id": 1.5e400}}]', '0', 1);
+SELECT kizunasync.pull('[{"table": 1, "zz": 1e19}]', '0', 1);
+SELECT kizunasync.pull('[[[[1]]], 1e400]', '0', 1);
+SELECT kizunasync.pull('1e400', '0', 1);
+SELECT kizunasync.pull('"[[[["', '0', 1);
+SELECT kizunasync.pull('[{"zz": 1, "table": 7}]', '0', 1);
+SELECT kizunasync.pull('[{"table": 7, "zzzzzzz": 1}]', '0', 1);
+SELECT kizunasync.pull('[{"table": 7, "params": 1}]', '0', 1);
+SELECT kizunasync.pull('[{"table": "todos", "params": {"owner_id": 1.5, "": 1}}]', '0', 1);
+SELECT kizunasync.pull('[{"table": "todos", "params": {"owner_id": "00000000-0000-4000-8000-a10000000001"}}, 7, {"x": 1}]', '0', 1);
 -- each limit at the limit: 16 params, a 1024-byte value, a 63-byte name
 SELECT kizunasync.pull((SELECT jsonb_build_array(jsonb_build_object('table', 'wide', 'params', jsonb_object_agg('c' || i, i))) FROM generate_series(1, 16) i), '0', 1) -> 'rows' AS sixteen_params;
 SELECT kizunasync.pull((SELECT jsonb_build_array(jsonb_build_object('table', 'wide', 'params', jsonb_object_agg('c' || i, i))) FROM generate_series(1, 17) i), '0', 1);

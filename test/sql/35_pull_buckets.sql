@@ -104,6 +104,32 @@ SELECT pg_temp.brief(kizunasync.pull(pb.lists(1, 2) || '[{"table": "items", "par
 	:'cur', 1)) AS and_null;
 RESET ROLE;
 
+-- tombstones among 1,000 named buckets (decisions/0025, item 7): a page
+-- reads the grants of the pairs whose entries it reads, the first 16 one
+-- probe each and then the rest in one statement.  The device holds the
+-- grants of lists 1..32 (pulled above) and none of lists 33..52 (never
+-- pulled); a row of each list is deleted, one of a held list and one of
+-- another in turn.  Naming lists 1..1000: the 20 tombstones of the held
+-- lists, in seq order, on both sides of the 16th pair (lists 1..8 and
+-- 33..40 are probed), and none of the others; naming three of each: those
+-- three.
+SET ROLE authenticated;
+SELECT p ->> 'cursor' AS cur3, p -> 'has_more' AS more FROM kizunasync.pull(pb.lists(1, 32), :'cur', 1, 5000) p \gset
+\echo :more
+RESET ROLE;
+INSERT INTO pb.items SELECT 5000 + l, l, 'new ' || l FROM generate_series(33, 52) l;
+DO $$
+BEGIN
+	FOR l IN 1 .. 20 LOOP
+		DELETE FROM pb.items WHERE id = 320 + l;
+		DELETE FROM pb.items WHERE id = 5032 + l;
+	END LOOP;
+END $$;
+SET ROLE authenticated;
+SELECT pg_temp.brief(kizunasync.pull(pb.lists(1, 1000), :'cur3', 1)) AS thousand_lists;
+SELECT pg_temp.brief(kizunasync.pull(pb.lists(1, 3) || pb.lists(33, 35), :'cur3', 1)) AS six_lists;
+RESET ROLE;
+
 SET client_min_messages = warning;
 SELECT kizunasync.unsync_table('pb.items');
 DELETE FROM kizunasync.bucket_grants;
