@@ -83,8 +83,8 @@ parse_params(json_t *params, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 
 	if (n > KZ_PULL_MAX_PARAMS)
 		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
-							"A bucket entry narrows its table by at most 16 column values.",
-							"buckets[%d] has %zu params, the limit is %d",
+							KZ_PULL_D_PARAMS_COUNT,
+							KZ_PULL_M_PARAMS_COUNT,
 							idx, n, KZ_PULL_MAX_PARAMS);
 	b->nparams = 0;
 	b->params = NULL;
@@ -103,8 +103,8 @@ parse_params(json_t *params, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 		kz_quote(shown, key, keylen, false);
 		if (keylen == 0 || keylen > KZ_PULL_MAX_NAME)
 			return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
-								"A param name is a column name of 1 to 63 bytes.",
-								"buckets[%d]: invalid param name %s",
+								KZ_PULL_D_PARAM_NAME,
+								KZ_PULL_M_PARAM_NAME,
 								idx, shown);
 		p->name = copy_string(alloc_fn, key, keylen);
 		if (p->name == NULL)
@@ -143,8 +143,8 @@ parse_params(json_t *params, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 
 					if (vlen > KZ_PULL_MAX_VALUE)
 						return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
-											"A string param value is at most 1024 bytes.",
-											"buckets[%d]: the value of param %s is too long",
+											KZ_PULL_D_VALUE_LONG,
+											KZ_PULL_M_VALUE_LONG,
 											idx, shown);
 					p->kind = KZ_PARAM_STRING;
 					p->text = copy_string(alloc_fn, json_string_value(val), vlen);
@@ -154,8 +154,8 @@ parse_params(json_t *params, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 				}
 			default:
 				return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
-									"A param value is a string, an integer, true, false or null.",
-									"buckets[%d]: param %s has an unsupported value type",
+									KZ_PULL_D_VALUE_TYPE,
+									KZ_PULL_M_VALUE_TYPE,
 									idx, shown);
 		}
 		b->nparams = ++i;
@@ -176,8 +176,8 @@ parse_entry(json_t *entry, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 
 	if (!json_is_object(entry))
 		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
-							"A bucket entry is {\"table\": <name>, \"params\": {<column>: <value>, ...}}.",
-							"buckets[%d] must be a JSON object", idx);
+							KZ_PULL_D_ENTRY,
+							KZ_PULL_M_ENTRY_OBJECT, idx);
 
 	json_object_foreach(entry, key, val)
 	{
@@ -191,21 +191,21 @@ parse_entry(json_t *entry, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 
 			kz_quote(shown, key, strlen(key), false);
 			return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
-								"A bucket entry has the keys \"table\" and \"params\" only.",
-								"buckets[%d] has an unknown key %s",
+								KZ_PULL_D_ENTRY_KEYS,
+								KZ_PULL_M_UNKNOWN_KEY,
 								idx, shown);
 		}
 	}
 
 	if (table == NULL || !json_is_string(table))
 		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
-							"A bucket entry names its table as a JSON string.",
-							"buckets[%d] must name a table", idx);
+							KZ_PULL_D_TABLE_STRING,
+							KZ_PULL_M_NO_TABLE, idx);
 	tlen = json_string_length(table);
 	if (tlen == 0 || tlen > KZ_PULL_MAX_NAME)
 		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
-							"A table name is 1 to 63 bytes.",
-							"buckets[%d]: invalid table name", idx);
+							KZ_PULL_D_TABLE_NAME,
+							KZ_PULL_M_TABLE_NAME, idx);
 	b->table = copy_string(alloc_fn, json_string_value(table), tlen);
 	if (b->table == NULL)
 		return kz_req_error(err, KZ_SQLSTATE_OUT_OF_MEMORY, NULL, "out of memory");
@@ -216,8 +216,8 @@ parse_entry(json_t *entry, int idx, KzAllocFn alloc_fn, KzPullBucket *b,
 		return 0;				/* a missing params object means {} */
 	if (!json_is_object(params))
 		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
-							"params is a JSON object mapping column names to values.",
-							"buckets[%d]: params must be a JSON object", idx);
+							KZ_PULL_D_PARAMS_OBJECT,
+							KZ_PULL_M_PARAMS_OBJECT, idx);
 	return parse_params(params, idx, alloc_fn, b, err);
 }
 
@@ -258,14 +258,14 @@ kz_pull_request_parse(const char *text, size_t len, int max_buckets, KzAllocFn a
 	}
 	if (json_text_depth(text, len, KZ_PULL_MAX_DEPTH) > KZ_PULL_MAX_DEPTH)
 		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
-							"buckets is an array of {\"table\": ..., \"params\": {...}} with scalar param values.",
-							"buckets is nested too deeply");
+							KZ_PULL_D_DEPTH,
+							KZ_PULL_M_DEPTH);
 
 	root = json_loadb(text, len, JSON_DECODE_ANY | JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL && json_error_code(&jerr) == json_error_numeric_overflow)
 		return kz_req_error(err, KZ_SQLSTATE_NUMERIC_RANGE,
-							"An integer param value lies between -9223372036854775808 and 9223372036854775807.",
-							"a number in buckets is out of range");
+							KZ_PULL_D_RANGE,
+							KZ_PULL_M_RANGE);
 	if (root == NULL)
 	{
 		char		q[KZ_QUOTE_SIZE];
@@ -280,18 +280,17 @@ kz_pull_request_parse(const char *text, size_t len, int max_buckets, KzAllocFn a
 	{
 		json_decref(root);
 		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
-							"buckets is an array of {\"table\": ..., \"params\": {...}}.",
-							"buckets must be a JSON array");
+							KZ_PULL_D_ARRAY,
+							KZ_PULL_M_ARRAY);
 	}
 	n = json_array_size(root);
 	if (n > (size_t) max_buckets)
 	{
 		json_decref(root);
 		snprintf(detail, sizeof(detail),
-				 "The request names %zu. The maximum is the max_pull_buckets setting "
-				 "(kizunasync.configure()).", n);
+				 KZ_PULL_D_TOO_MANY, n);
 		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER, detail,
-							"a pull names at most %d bucket entries", max_buckets);
+							KZ_PULL_M_TOO_MANY, max_buckets);
 	}
 	if (n > 0)
 	{

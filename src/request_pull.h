@@ -39,6 +39,38 @@
 #define KZ_PULL_MAX_NAME		63
 #define KZ_PULL_MAX_VALUE		1024
 
+/*
+ * The messages (errmsg, errdetail) of the errors both parsers give: this one
+ * on the text (request_pull.c) and the backend's on the jsonb
+ * (request_pull_jsonb.c) answer the same request with the same error.
+ */
+#define KZ_PULL_D_ENTRY_KEYS "A bucket entry has the keys \"table\" and \"params\" only."
+#define KZ_PULL_M_UNKNOWN_KEY "buckets[%d] has an unknown key %s"
+#define KZ_PULL_D_TABLE_STRING "A bucket entry names its table as a JSON string."
+#define KZ_PULL_M_NO_TABLE "buckets[%d] must name a table"
+#define KZ_PULL_D_TABLE_NAME "A table name is 1 to 63 bytes."
+#define KZ_PULL_M_TABLE_NAME "buckets[%d]: invalid table name"
+#define KZ_PULL_D_PARAMS_OBJECT "params is a JSON object mapping column names to values."
+#define KZ_PULL_M_PARAMS_OBJECT "buckets[%d]: params must be a JSON object"
+#define KZ_PULL_D_ARRAY "buckets is an array of {\"table\": ..., \"params\": {...}}."
+#define KZ_PULL_M_ARRAY "buckets must be a JSON array"
+#define KZ_PULL_D_TOO_MANY "The request names %zu. The maximum is the max_pull_buckets setting (kizunasync.configure())."
+#define KZ_PULL_M_TOO_MANY "a pull names at most %d bucket entries"
+#define KZ_PULL_D_ENTRY "A bucket entry is {\"table\": <name>, \"params\": {<column>: <value>, ...}}."
+#define KZ_PULL_M_ENTRY_OBJECT "buckets[%d] must be a JSON object"
+#define KZ_PULL_D_PARAMS_COUNT "A bucket entry narrows its table by at most 16 column values."
+#define KZ_PULL_M_PARAMS_COUNT "buckets[%d] has %zu params, the limit is %d"
+#define KZ_PULL_D_PARAM_NAME "A param name is a column name of 1 to 63 bytes."
+#define KZ_PULL_M_PARAM_NAME "buckets[%d]: invalid param name %s"
+#define KZ_PULL_D_VALUE_LONG "A string param value is at most 1024 bytes."
+#define KZ_PULL_M_VALUE_LONG "buckets[%d]: the value of param %s is too long"
+#define KZ_PULL_D_VALUE_TYPE "A param value is a string, an integer, true, false or null."
+#define KZ_PULL_M_VALUE_TYPE "buckets[%d]: param %s has an unsupported value type"
+#define KZ_PULL_D_DEPTH "buckets is an array of {\"table\": ..., \"params\": {...}} with scalar param values."
+#define KZ_PULL_M_DEPTH "buckets is nested too deeply"
+#define KZ_PULL_D_RANGE "An integer param value lies between -9223372036854775808 and 9223372036854775807."
+#define KZ_PULL_M_RANGE "a number in buckets is out of range"
+
 typedef enum KzPullParamKind
 {
 	KZ_PARAM_NULL,

@@ -163,21 +163,21 @@ walk_entry_end(JsonbWalk *w)
 
 		kz_quote(shown, w->unknown, w->unknown_len, false);
 		walk_fail(w, KZ_SQLSTATE_INVALID_PARAMETER,
-				  "A bucket entry has the keys \"table\" and \"params\" only.",
-				  "buckets[%d] has an unknown key %s", w->idx, shown);
+				  KZ_PULL_D_ENTRY_KEYS,
+				  KZ_PULL_M_UNKNOWN_KEY, w->idx, shown);
 	}
 	else if (!w->has_table || !w->table_string)
 		walk_fail(w, KZ_SQLSTATE_INVALID_PARAMETER,
-				  "A bucket entry names its table as a JSON string.",
-				  "buckets[%d] must name a table", w->idx);
+				  KZ_PULL_D_TABLE_STRING,
+				  KZ_PULL_M_NO_TABLE, w->idx);
 	else if (w->table_len == 0 || w->table_len > KZ_PULL_MAX_NAME)
 		walk_fail(w, KZ_SQLSTATE_INVALID_PARAMETER,
-				  "A table name is 1 to 63 bytes.",
-				  "buckets[%d]: invalid table name", w->idx);
+				  KZ_PULL_D_TABLE_NAME,
+				  KZ_PULL_M_TABLE_NAME, w->idx);
 	else if (w->has_params && !w->params_object)
 		walk_fail(w, KZ_SQLSTATE_INVALID_PARAMETER,
-				  "params is a JSON object mapping column names to values.",
-				  "buckets[%d]: params must be a JSON object", w->idx);
+				  KZ_PULL_D_PARAMS_OBJECT,
+				  KZ_PULL_M_PARAMS_OBJECT, w->idx);
 	else if (w->params_failed)
 	{
 		if (!w->failed)
@@ -204,8 +204,8 @@ walk_container(JsonbWalk *w, WalkKind parent, int depth, JsonbIteratorToken tok,
 		if (tok != WJB_BEGIN_ARRAY)
 		{
 			walk_fail(w, KZ_SQLSTATE_INVALID_PARAMETER,
-					  "buckets is an array of {\"table\": ..., \"params\": {...}}.",
-					  "buckets must be a JSON array");
+					  KZ_PULL_D_ARRAY,
+					  KZ_PULL_M_ARRAY);
 			return WALK_OTHER;
 		}
 		if (v->val.array.nElems > w->max_buckets)
@@ -213,10 +213,9 @@ walk_container(JsonbWalk *w, WalkKind parent, int depth, JsonbIteratorToken tok,
 			char		detail[sizeof(w->err->detail)];
 
 			snprintf(detail, sizeof(detail),
-					 "The request names %zu. The maximum is the max_pull_buckets setting "
-					 "(kizunasync.configure()).", (size_t) v->val.array.nElems);
+					 KZ_PULL_D_TOO_MANY, (size_t) v->val.array.nElems);
 			walk_fail(w, KZ_SQLSTATE_INVALID_PARAMETER, detail,
-					  "a pull names at most %d bucket entries", w->max_buckets);
+					  KZ_PULL_M_TOO_MANY, w->max_buckets);
 			return WALK_OTHER;
 		}
 		if (v->val.array.nElems > 0)
@@ -230,8 +229,8 @@ walk_container(JsonbWalk *w, WalkKind parent, int depth, JsonbIteratorToken tok,
 		if (tok != WJB_BEGIN_OBJECT)
 		{
 			walk_fail(w, KZ_SQLSTATE_INVALID_PARAMETER,
-					  "A bucket entry is {\"table\": <name>, \"params\": {<column>: <value>, ...}}.",
-					  "buckets[%d] must be a JSON object", idx);
+					  KZ_PULL_D_ENTRY,
+					  KZ_PULL_M_ENTRY_OBJECT, idx);
 			return WALK_OTHER;
 		}
 		walk_entry_begin(w, idx);
@@ -253,8 +252,8 @@ walk_container(JsonbWalk *w, WalkKind parent, int depth, JsonbIteratorToken tok,
 				if (n > KZ_PULL_MAX_PARAMS)
 				{
 					walk_param_fail(w, KZ_SQLSTATE_INVALID_PARAMETER,
-									"A bucket entry narrows its table by at most 16 column values.",
-									"buckets[%d] has %zu params, the limit is %d",
+									KZ_PULL_D_PARAMS_COUNT,
+									KZ_PULL_M_PARAMS_COUNT,
 									w->idx, (size_t) n, KZ_PULL_MAX_PARAMS);
 					return WALK_OTHER;
 				}
@@ -302,8 +301,8 @@ walk_key(JsonbWalk *w, WalkKind k, JsonbValue *v)
 		{
 			kz_quote(shown, s, len, false);
 			walk_param_fail(w, KZ_SQLSTATE_INVALID_PARAMETER,
-							"A param name is a column name of 1 to 63 bytes.",
-							"buckets[%d]: invalid param name %s", w->idx, shown);
+							KZ_PULL_D_PARAM_NAME,
+							KZ_PULL_M_PARAM_NAME, w->idx, shown);
 			return;
 		}
 		w->param = &w->b->params[w->b->nparams];
@@ -337,8 +336,8 @@ walk_param_value(JsonbWalk *w, JsonbValue *v, char *numtext, bool integer)
 			{
 				kz_quote(shown, p->name, strlen(p->name), false);
 				walk_param_fail(w, KZ_SQLSTATE_INVALID_PARAMETER,
-								"A string param value is at most 1024 bytes.",
-								"buckets[%d]: the value of param %s is too long",
+								KZ_PULL_D_VALUE_LONG,
+								KZ_PULL_M_VALUE_LONG,
 								w->idx, shown);
 				return;
 			}
@@ -356,8 +355,8 @@ walk_param_value(JsonbWalk *w, JsonbValue *v, char *numtext, bool integer)
 		default:
 			kz_quote(shown, p->name, strlen(p->name), false);
 			walk_param_fail(w, KZ_SQLSTATE_INVALID_PARAMETER,
-							"A param value is a string, an integer, true, false or null.",
-							"buckets[%d]: param %s has an unsupported value type",
+							KZ_PULL_D_VALUE_TYPE,
+							KZ_PULL_M_VALUE_TYPE,
 							w->idx, shown);
 			return;
 	}
@@ -378,8 +377,8 @@ walk_scalar(JsonbWalk *w, WalkKind k, JsonbIteratorToken tok, JsonbValue *v)
 		return;
 	if (k == WALK_TOP)
 		walk_fail(w, KZ_SQLSTATE_INVALID_PARAMETER,
-				  "A bucket entry is {\"table\": <name>, \"params\": {<column>: <value>, ...}}.",
-				  "buckets[%d] must be a JSON object", w->nentries++);
+				  KZ_PULL_D_ENTRY,
+				  KZ_PULL_M_ENTRY_OBJECT, w->nentries++);
 	else if (k == WALK_ENTRY && w->key == KEY_TABLE)
 	{
 		w->has_table = true;
@@ -424,8 +423,8 @@ kz_pull_request_from_jsonb(Jsonb *bj, int max_buckets, KzPullRequest *out, KzReq
 			elog(ERROR, "invalid jsonb scalar");
 		walk_scalar(&w, WALK_OTHER, WJB_ELEM, &v);
 		walk_fail(&w, KZ_SQLSTATE_INVALID_PARAMETER,
-				  "buckets is an array of {\"table\": ..., \"params\": {...}}.",
-				  "buckets must be a JSON array");
+				  KZ_PULL_D_ARRAY,
+				  KZ_PULL_M_ARRAY);
 	}
 	else
 	{
@@ -467,12 +466,12 @@ kz_pull_request_from_jsonb(Jsonb *bj, int max_buckets, KzPullRequest *out, KzReq
 		return false;
 	if (maxdepth > KZ_PULL_MAX_DEPTH)
 		*rc = kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,
-						   "buckets is an array of {\"table\": ..., \"params\": {...}} with scalar param values.",
-						   "buckets is nested too deeply");
+						   KZ_PULL_D_DEPTH,
+						   KZ_PULL_M_DEPTH);
 	else if (w.overflow)
 		*rc = kz_req_error(err, KZ_SQLSTATE_NUMERIC_RANGE,
-						   "An integer param value lies between -9223372036854775808 and 9223372036854775807.",
-						   "a number in buckets is out of range");
+						   KZ_PULL_D_RANGE,
+						   KZ_PULL_M_RANGE);
 	else
 		*rc = w.failed ? -1 : 0;
 	if (*rc != 0)
