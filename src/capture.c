@@ -175,12 +175,12 @@ kz_capture_tombstone_change(KzChange *ch, const KzTableConf *conf, const KzImage
 {
 	ch->op = 'd';
 	ch->tid = conf->id;
-	ch->key_type = conf->nkeys == 1 ? conf->key_types[0] : InvalidOid;
 	ch->table_name = conf->table_name;
 	ch->pk = img->pk;
 	ch->bucket_value = img->bucket;	/* NULL for a NULL value: never delivered */
 	ch->snapshot = capture_bucket_snapshot(conf, img);
 	ch->row_xmin = InvalidTransactionId;
+	ch->no_row_elsewhere = false;
 }
 
 void
@@ -189,12 +189,12 @@ kz_capture_entry_change(KzChange *ch, const KzTableConf *conf, const KzImage *im
 {
 	ch->op = 'u';
 	ch->tid = conf->id;
-	ch->key_type = conf->nkeys == 1 ? conf->key_types[0] : InvalidOid;
 	ch->table_name = conf->table_name;
 	ch->pk = img->pk;
 	ch->bucket_value = img->bucket;
 	ch->snapshot = NULL;
 	ch->row_xmin = row_xmin;
+	ch->no_row_elsewhere = false;
 }
 
 /*
@@ -388,6 +388,7 @@ kz_capture(PG_FUNCTION_ARGS)
 		kz_capture_image(conf, trigdata->tg_trigtuple, desc, &newimg);
 		kz_capture_entry_change(&changes[n++], conf, &newimg,
 								HeapTupleHeaderGetRawXmin(trigdata->tg_trigtuple->t_data));
+		changes[n - 1].no_row_elsewhere = true; /* a new key: its DELETE left none */
 	}
 	else if (TRIGGER_FIRED_BY_UPDATE(trigdata->tg_event))
 	{
@@ -401,6 +402,8 @@ kz_capture(PG_FUNCTION_ARGS)
 				kz_capture_tombstone_change(&changes[n++], conf, &oldimg);
 			kz_capture_entry_change(&changes[n++], conf, &newimg,
 									HeapTupleHeaderGetRawXmin(trigdata->tg_newtuple->t_data));
+			/* after the tombstone of a move (or of the old key), nothing elsewhere */
+			changes[n - 1].no_row_elsewhere = (n == 2);
 			forget_hlc = conf->hlc && strcmp(oldimg.pk, newimg.pk) != 0;
 		}
 	}

@@ -6,8 +6,8 @@
  * The tuplestore is created in TopTransactionContext under the top
  * transaction's resource owner, so a subtransaction's end neither frees
  * its memory nor closes its files; the transaction's end does both.  Its
- * rows are (op, row_xmin, subid, table_name, pk, bucket_value, snapshot, tid, key_type),
- * all of built-in types: forming and reading them runs no code but
+ * rows are (op, row_xmin, subid, table_name, pk, bucket_value, snapshot, tid,
+ * no_row_elsewhere), all of built-in types: forming and reading them runs no code but
  * PostgreSQL's.
  *
  * Abort marks: (pos, subid) means the changes at positions below pos with
@@ -96,7 +96,7 @@ spill_open(void)
 	TupleDescInitEntry(spill_desc, 6, "bucket_value", TEXTOID, -1, 0);
 	TupleDescInitEntry(spill_desc, 7, "snapshot", TEXTOID, -1, 0);
 	TupleDescInitEntry(spill_desc, 8, "tid", INT4OID, -1, 0);
-	TupleDescInitEntry(spill_desc, 9, "key_type", OIDOID, -1, 0);
+	TupleDescInitEntry(spill_desc, 9, "no_row_elsewhere", BOOLOID, -1, 0);
 	spill_store = tuplestore_begin_heap(false, false, work_mem);
 	/* a read that an error interrupted starts again (kz_spill_rewind) */
 	tuplestore_set_eflags(spill_store, EXEC_FLAG_REWIND);
@@ -132,7 +132,7 @@ kz_spill_append(const KzChange *change, SubTransactionId subid)
 	values[5] = spill_text_or_null(change->bucket_value, &nulls[5]);
 	values[6] = spill_text_or_null(change->snapshot, &nulls[6]);
 	values[7] = Int32GetDatum(change->tid);
-	values[8] = ObjectIdGetDatum(change->key_type);
+	values[8] = BoolGetDatum(change->no_row_elsewhere);
 	tup = heap_form_tuple(spill_desc, values, nulls);
 	CurrentResourceOwner = TopTransactionResourceOwner;
 	PG_TRY();
@@ -309,7 +309,7 @@ kz_spill_next(KzChange *change, SubTransactionId *subid, MemoryContext cxt)
 		change->bucket_value = spill_cstring(6, cxt);
 		change->snapshot = spill_cstring(7, cxt);
 		change->tid = DatumGetInt32(slot_getattr(spill_slot, 8, &isnull));
-		change->key_type = DatumGetObjectId(slot_getattr(spill_slot, 9, &isnull));
+		change->no_row_elsewhere = DatumGetBool(slot_getattr(spill_slot, 9, &isnull));
 		return true;
 	}
 }

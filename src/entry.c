@@ -19,10 +19,11 @@
  *
  * Bucket numbers and their labels: entry_bucket.c.
  *
- * Keys: one format byte, then 'i' an integer key as 8 bytes (big-endian),
- * 'u' a uuid key as its 16 bytes, 't' the key text's bytes (text and
- * varchar keys, and the key text of several key columns, rowkey.c).  The
- * key text comes back from the bytes alone.
+ * Keys: one format byte, then 'i' a canonical int64 key text as 8 bytes
+ * (big-endian), 'u' a lowercase uuid key text as its 16 bytes, 't' any
+ * other key text's bytes (entry_key.c): a function of the key text alone,
+ * so a key column's type change leaves every key's bytes as they were.
+ * The key text comes back from the bytes alone.
  *
  *-------------------------------------------------------------------------
  */
@@ -126,49 +127,122 @@ kz_entry_writer_close(KzEntryWriter *w)
 /* At most this many entries of one (key, bucket) are looked at by a change. */
 #define KZ_ENTRY_MAX_MATCHES	8
 
+/* A key with more entries than this is probed bucket by bucket. */
+#define KZ_ENTRY_FEW			4
+
+/* How the key's entries are looked for (entry_victims). */
+typedef enum EntryFind
+{
+	ENTRY_FIND_KEY,				/* all of the key's, as long as it has few */
+	ENTRY_FIND_BUCKET,			/* those of (tid, key, bucket) */
+	ENTRY_FIND_ROW_ELSEWHERE	/* its row entry in another bucket */
+} EntryFind;
+
 /*
- * Delete the key's entries that ch supersedes: its row entry in any bucket
- * and whatever it has in ch's bucket, found through the key index with
- * SnapshotSelf, as bookkeeping.c reads.  A row entry is waited for when
- * another transaction deletes it (only a writer of the key or repair does,
- * and they hold or wait for the row's lock anyway), then looked for again.
- * A tombstone is not: only a reap deletes one without the row's lock, and
- * one it holds is left to it (decisions/0003, "No writer waits for
- * retention"; the key index is not unique, so the new entry never waits
- * for it either).
+ * Collect, after victims[0 .. nvictims - 1], the key's entries that a
+ * change in bucket supersedes, as find says: ENTRY_FIND_KEY reads the
+ * key's entries through (tid, key) and keeps its row entry in any bucket
+ * and whatever it has in bucket, but gives up (*more) when it has more
+ * than KZ_ENTRY_FEW; ENTRY_FIND_BUCKET reads (tid, key, bucket)
+ * (one entry, or a row entry and a tombstone carried over from 0.2.0 or a
+ * restored dump); ENTRY_FIND_ROW_ELSEWHERE reads through (tid, key) for a
+ * row entry of another bucket, stepping over the key's tombstones of other
+ * buckets however many.  *row_found says whether a row entry was kept.
+ */
+static int
+entry_victims(KzEntryWriter *w, int32 tid, bytea *key, int64 bucket, EntryFind find,
+			  ItemPointerData *victims, bool *rows, int nvictims, bool *row_found,
+			  bool *more)
+{
+	ScanKeyData skey[3];
+	IndexScanDesc scan;
+	TupleTableSlot *slot = table_slot_create(w->t.heap, NULL);
+	int			nkeys = find == ENTRY_FIND_BUCKET ? 3 : 2;
+	int			limit = nvictims + KZ_ENTRY_MAX_MATCHES;
+	int			nread = 0;
+
+	ScanKeyInit(&skey[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(tid));
+	ScanKeyInit(&skey[1], 2, BTEqualStrategyNumber, F_BYTEAEQ, PointerGetDatum(key));
+	ScanKeyInit(&skey[2], 3, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(bucket));
+	scan = index_beginscan(w->t.heap, w->key_index, SnapshotSelf, nkeys, 0);
+	index_rescan(scan, skey, nkeys, NULL, 0);
+	*more = false;
+	while (nvictims < limit && index_getnext_slot(scan, ForwardScanDirection, slot))
+	{
+		bool		isnull;
+		char		kind = DatumGetChar(slot_getattr(slot, w->c_kind + 1, &isnull));
+
+		if (find == ENTRY_FIND_KEY && ++nread > KZ_ENTRY_FEW)
+		{
+			*more = true;		/* the key has many entries: ask by bucket */
+			break;
+		}
+		if (find != ENTRY_FIND_BUCKET)
+		{
+			bool		here = DatumGetInt64(slot_getattr(slot, w->c_bucket + 1, &isnull)) == bucket;
+
+			/* a tombstone of another bucket stays */
+			if (here ? find == ENTRY_FIND_ROW_ELSEWHERE : kind != 'r')
+				continue;
+		}
+		rows[nvictims] = (kind == 'r');
+		*row_found |= rows[nvictims];
+		victims[nvictims++] = slot->tts_tid;
+	}
+	index_endscan(scan);
+	ExecDropSingleTupleTableSlot(slot);
+	return nvictims;
+}
+
+/*
+ * Delete the key's entries that ch supersedes, found through the key index
+ * with SnapshotSelf, as bookkeeping.c reads: whatever it has in ch's
+ * bucket, and its row entry in another bucket.
+ *
+ * A key that moved through many buckets keeps a tombstone in each until
+ * the reap, so what a change reads must not depend on how many there are
+ * (decisions/0092, "As built"): a key with few entries (nearly all) is read
+ * whole through (tid, key), one descent; one with more is probed by (tid,
+ * key, bucket), and its row entry is looked for in other buckets only when
+ * it is not in ch's bucket and may be elsewhere.  The capture knows: a
+ * row's entry is in the bucket of its last recorded version, so a DELETE,
+ * an UPDATE in place and the tombstone of a move find it in their own
+ * bucket, and an INSERT and the row entry of a move (after that tombstone)
+ * have none elsewhere (no_row_elsewhere).  Only a row the bookkeeping did
+ * not see move (a disabled trigger) makes a change read all of its key's
+ * entries, once.
+ *
+ * A row entry is waited for when another transaction deletes it (only a
+ * writer of the key or repair does, and they hold or wait for the row's
+ * lock anyway), then looked for again.  A tombstone is not: only a reap
+ * deletes one without the row's lock, and one it holds is left to it
+ * (decisions/0003, "No writer waits for retention"; the key index is not
+ * unique, so the new entry never waits for it either).
  */
 static void
-entry_supersede(KzEntryWriter *w, int32 tid, bytea *key, int64 bucket)
+entry_supersede(KzEntryWriter *w, const KzChange *ch, bytea *key, int64 bucket)
 {
 	for (;;)
 	{
-		ScanKeyData skey[2];
-		IndexScanDesc scan;
-		TupleTableSlot *slot = table_slot_create(w->t.heap, NULL);
-		ItemPointerData victims[KZ_ENTRY_MAX_MATCHES];
-		bool		rows[KZ_ENTRY_MAX_MATCHES];
-		int			nvictims = 0;
+		ItemPointerData victims[2 * KZ_ENTRY_MAX_MATCHES];
+		bool		rows[2 * KZ_ENTRY_MAX_MATCHES];
+		int			nvictims;
+		bool		row_found = false;
+		bool		more;
 		bool		again = false;
 		int			i;
 
-		ScanKeyInit(&skey[0], 1, BTEqualStrategyNumber, F_INT4EQ, Int32GetDatum(tid));
-		ScanKeyInit(&skey[1], 2, BTEqualStrategyNumber, F_BYTEAEQ, PointerGetDatum(key));
-		scan = index_beginscan(w->t.heap, w->key_index, SnapshotSelf, 2, 0);
-		index_rescan(scan, skey, 2, NULL, 0);
-		while (nvictims < KZ_ENTRY_MAX_MATCHES &&
-			   index_getnext_slot(scan, ForwardScanDirection, slot))
+		nvictims = entry_victims(w, ch->tid, key, bucket, ENTRY_FIND_KEY, victims, rows, 0,
+								 &row_found, &more);
+		if (more)
 		{
-			bool		isnull;
-			char		kind = DatumGetChar(slot_getattr(slot, w->c_kind + 1, &isnull));
-			int64		b = DatumGetInt64(slot_getattr(slot, w->c_bucket + 1, &isnull));
-
-			if (kind != 'r' && b != bucket)
-				continue;		/* a tombstone of another bucket stays */
-			rows[nvictims] = (kind == 'r');
-			victims[nvictims++] = slot->tts_tid;
+			row_found = false;
+			nvictims = entry_victims(w, ch->tid, key, bucket, ENTRY_FIND_BUCKET, victims, rows,
+									 0, &row_found, &more);
+			if (!row_found && !(ch->op != 'd' && ch->no_row_elsewhere))
+				nvictims = entry_victims(w, ch->tid, key, bucket, ENTRY_FIND_ROW_ELSEWHERE,
+										 victims, rows, nvictims, &row_found, &more);
 		}
-		index_endscan(scan);
-		ExecDropSingleTupleTableSlot(slot);
 
 		for (i = 0; i < nvictims && !again; i++)
 		{
@@ -207,12 +281,12 @@ void
 kz_entry_prepare(KzEntryWriter *w, const KzChange *ch, KzEntryNew *e)
 {
 	int			natts = RelationGetDescr(w->t.heap)->natts;
-	bytea	   *key = kz_entry_key(ch->key_type, ch->pk);
+	bytea	   *key = kz_entry_key(ch->pk);
 	int64		bucket = kz_entry_bucket(ch->tid, ch->bucket_value, true);
 
 	/* earlier changes of this batch must be visible to the lookup */
 	CommandCounterIncrement();
-	entry_supersede(w, ch->tid, key, bucket);
+	entry_supersede(w, ch, key, bucket);
 
 	e->tup = NULL;
 	e->tomb = (ch->op == 'd');

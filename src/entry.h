@@ -31,12 +31,14 @@ typedef struct KzChange
 {
 	char		op;				/* 'u': the row's entry, 'd': a tombstone */
 	int32		tid;			/* the table's synced_tables.id */
-	Oid			key_type;		/* its one key column's type; InvalidOid: several */
 	char	   *table_name;
 	char	   *pk;
 	char	   *bucket_value;	/* label; NULL for a NULL value of a bucketed table */
 	char	   *snapshot;		/* 'd': bucket snapshot as jsonb text */
 	TransactionId row_xmin;		/* 'u': xmin of the row version recorded */
+	bool		no_row_elsewhere;	/* 'u': the key has no row entry outside this
+									 * change's bucket (an INSERT, or a move whose
+									 * tombstone of the old bucket comes first) */
 } KzChange;
 
 /*
@@ -84,9 +86,11 @@ extern void kz_entry_writer_open(KzEntryWriter *w);
 extern void kz_entry_writer_close(KzEntryWriter *w);
 
 /*
- * Delete the entries ch supersedes (the key's row entry in any bucket, and
- * the key's entry of ch's bucket) and form ch's entry; outside the
- * writers' section: a deletion may wait for another transaction.
+ * Delete the entries ch supersedes (the key's entries of ch's bucket, and
+ * its row entry in another bucket) and form ch's entry; outside the
+ * writers' section: a deletion may wait for another transaction.  What it
+ * reads is bounded whatever the number of buckets the key left (entry.c,
+ * entry_supersede).
  */
 extern void kz_entry_prepare(KzEntryWriter *w, const KzChange *ch, KzEntryNew *e);
 

@@ -2,16 +2,19 @@
  *
  * entry_key.c
  *	  Row keys as the entries carry them (entry_key.h; decisions/0092):
- *	  one format byte, then 'i' an integer key as 8 bytes (big-endian), 'u'
- *	  a uuid key as its 16 bytes, 't' the key text's bytes (text and varchar
- *	  keys, and the key text of several key columns, rowkey.c).  The key
- *	  text comes back from the bytes alone.
+ *	  one format byte, then 'i' a key text that is an int64 in its
+ *	  canonical decimal form (what int2, int4 and int8 keys render as) as 8
+ *	  bytes (big-endian), 'u' a lowercase hyphenated uuid text (what uuid
+ *	  keys render as) as its 16 bytes, 't' any other key text's bytes (so
+ *	  "05", "5 " and "-0" stay 't').  The encoding is a function of the key
+ *	  text alone, not of the key column's type: a key keeps its one entry
+ *	  key across ALTER TABLE ... ALTER COLUMN ... TYPE (integer to text or
+ *	  numeric, uuid to text), as it keeps its wire "pk".  It is injective,
+ *	  and the key text comes back from the bytes alone.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
-
-#include "catalog/pg_type.h"
 
 #include "entry_key.h"
 #include "pgcompat.h"
@@ -20,11 +23,14 @@
 #define KEY_UUID	'u'
 #define KEY_TEXT	't'
 
-/* The int64 a key text spells in its canonical decimal form, or false. */
+/*
+ * The int64 a key text spells in its canonical decimal form (as int8out
+ * writes it: no sign but a minus of a negative number, no leading zero but
+ * the number 0 itself, no spaces), or false.
+ */
 static bool
 entry_parse_int(const char *pk, int64 *v)
 {
-	char		buf[32];
 	const char *p = pk;
 	uint64		acc = 0;
 	bool		neg = false;
@@ -34,7 +40,7 @@ entry_parse_int(const char *pk, int64 *v)
 		neg = true;
 		p++;
 	}
-	if (*p < '0' || *p > '9' || strlen(pk) > 20)
+	if (*p < '0' || *p > '9' || (*p == '0' && (neg || p[1] != '\0')))
 		return false;
 	for (; *p; p++)
 	{
@@ -45,9 +51,7 @@ entry_parse_int(const char *pk, int64 *v)
 	if (neg ? acc > (uint64) PG_INT64_MAX + 1 : acc > (uint64) PG_INT64_MAX)
 		return false;
 	*v = neg ? (int64) (0 - acc) : (int64) acc;
-	/* canonical only: it must render back to the same text */
-	snprintf(buf, sizeof(buf), INT64_FORMAT, *v);
-	return strcmp(buf, pk) == 0;
+	return true;
 }
 
 static int
@@ -86,7 +90,7 @@ entry_parse_uuid(const char *pk, uint8 *out)
 }
 
 bytea *
-kz_entry_key(Oid key_type, const char *pk)
+kz_entry_key(const char *pk)
 {
 	size_t		len = strlen(pk);
 	bytea	   *key;
@@ -94,8 +98,7 @@ kz_entry_key(Oid key_type, const char *pk)
 	int64		v;
 	uint8		u[16];
 
-	if ((key_type == INT2OID || key_type == INT4OID || key_type == INT8OID) &&
-		entry_parse_int(pk, &v))
+	if (entry_parse_int(pk, &v))
 	{
 		uint64		x = (uint64) v;
 		int			i;
@@ -108,7 +111,7 @@ kz_entry_key(Oid key_type, const char *pk)
 			p[1 + i] = (char) ((x >> (56 - 8 * i)) & 0xff);
 		return key;
 	}
-	if (key_type == UUIDOID && entry_parse_uuid(pk, u))
+	if (entry_parse_uuid(pk, u))
 	{
 		key = palloc(VARHDRSZ + 17);
 		SET_VARSIZE(key, VARHDRSZ + 17);

@@ -10,10 +10,10 @@
 #define KZ_ENTRY_KEY_H
 
 /*
- * The binary key of a row key text (the wire's "pk") of a table whose one
- * key column has type key_type (InvalidOid: several key columns).
+ * The binary key of a row key text (the wire's "pk"), whatever the type of
+ * the key column(s) it came from.
  */
-extern PGDLLEXPORT bytea *kz_entry_key(Oid key_type, const char *pk);
+extern PGDLLEXPORT bytea *kz_entry_key(const char *pk);
 
 /* The row key text of a binary key. */
 extern char *kz_entry_key_text(const bytea *key);

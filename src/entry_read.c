@@ -22,7 +22,7 @@
 bytea *
 kz_entry_conf_key(const KzTableConf *conf, const char *pk)
 {
-	return kz_entry_key(conf->nkeys == 1 ? conf->key_types[0] : InvalidOid, pk);
+	return kz_entry_key(pk);
 }
 
 /* The label of a bucket number of table tid, or NULL (inside SPI). */

@@ -9,6 +9,7 @@
  *	  write path does with two functions that exist only while it runs:
  *
  *	  kizunasync._upgrade_entry_key(table_name text, pk text) RETURNS bytea
+ *		(the table name is not used)
  *	  kizunasync._upgrade_bucket(tid integer, label text) RETURNS bigint
  *
  *	  A dump taken on 0.1.0 or 0.2.0 restores into this version: pg_dump
@@ -21,8 +22,9 @@
  *	  dump does not sync stays held (the update drops such rows): no pull
  *	  can ask for it (the README's upgrade notes say where to look).
  *
- *	  None of them runs any code but PostgreSQL's and the library's own: key
- *	  types come from the catalog, not from casting the text.
+ *	  None of them runs any code but PostgreSQL's and the library's own: a
+ *	  key's bytes are a function of its text alone (entry_key.c), whatever
+ *	  its column's type, and no text is cast.
  *
  *-------------------------------------------------------------------------
  */
@@ -33,16 +35,13 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "miscadmin.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
-#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/rel.h"
 
 #include "entry.h"
 #include "spi.h"
-#include "tableconf.h"
 
 PG_FUNCTION_INFO_V1(kz_upgrade_entry_key);
 PG_FUNCTION_INFO_V1(kz_upgrade_bucket);
@@ -52,12 +51,8 @@ PG_FUNCTION_INFO_V1(kz_restore_claim);
 Datum
 kz_upgrade_entry_key(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char	   *pk = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	KzTableConf *conf = kz_tableconf_by_name(name, true);
-	Oid			key_type = conf != NULL && conf->nkeys == 1 ? conf->key_types[0] : InvalidOid;
-
-	PG_RETURN_BYTEA_P(kz_entry_key(key_type, pk));
+	/* argument 0, the table's name, is not needed: the key text alone decides */
+	PG_RETURN_BYTEA_P(kz_entry_key(text_to_cstring(PG_GETARG_TEXT_PP(1))));
 }
 
 Datum
@@ -140,23 +135,6 @@ kz_restore_row(PG_FUNCTION_ARGS)
 	return PointerGetDatum(td->tg_trigtuple);
 }
 
-/* The one key column's type of synced table relid, or InvalidOid. */
-static Oid
-restore_key_type(Oid relid, Datum key_columns)
-{
-	ArrayType  *a = DatumGetArrayTypeP(key_columns);
-	Datum	   *elems;
-	bool	   *enulls;
-	int			n;
-	AttrNumber	att;
-
-	deconstruct_array(a, TEXTOID, -1, false, TYPALIGN_INT, &elems, &enulls, &n);
-	if (n != 1 || enulls[0])
-		return InvalidOid;
-	att = get_attnum(relid, TextDatumGetCString(elems[0]));
-	return att == InvalidAttrNumber ? InvalidOid : get_atttype(relid, att);
-}
-
 /*
  * Move up to 1000 held rows of synced tables into the entries, in seq
  * order; returns how many.
@@ -169,7 +147,7 @@ restore_claim_chunk(MemoryContext row_cxt)
 	uint64		i;
 
 	n = kz_spi_priv("SELECT h.seq, h.kind, h.pk, h.bucket_value, h.row_xmin, h.snapshot, h.deleted_at,"
-					" s.id, s.relid, s.key_columns,"
+					" s.id,"
 					" s.bucket_column IS NOT NULL AND pg_catalog.jsonb_typeof(h.snapshot"
 					"   OPERATOR(pg_catalog.->) s.bucket_column) OPERATOR(pg_catalog.=) 'null'"
 					" FROM kizunasync.restore_held h JOIN kizunasync.synced_tables s"
@@ -179,8 +157,8 @@ restore_claim_chunk(MemoryContext row_cxt)
 	for (i = 0; i < n; i++)
 	{
 		MemoryContext old = MemoryContextSwitchTo(row_cxt);
-		bool		isnull[11];
-		Datum		v[11];
+		bool		isnull[9];
+		Datum		v[9];
 		int			j;
 		char	   *label;
 		int32		tid;
@@ -190,19 +168,18 @@ restore_claim_chunk(MemoryContext row_cxt)
 		char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 		Oid			dtypes[1] = {INT8OID};
 
-		for (j = 0; j < 11; j++)
+		for (j = 0; j < 9; j++)
 			v[j] = SPI_getbinval(tt->vals[i], tt->tupdesc, j + 1, &isnull[j]);
 		tomb = DatumGetChar(v[1]) == 'd';
 		tid = DatumGetInt32(v[7]);
-		label = isnull[3] || (tomb && DatumGetBool(v[10])) ? NULL : TextDatumGetCString(v[3]);
+		label = isnull[3] || (tomb && DatumGetBool(v[8])) ? NULL : TextDatumGetCString(v[3]);
 		values[0] = v[0];
 		values[1] = Int64GetDatum(kz_entry_bucket(tid, label, true));
 		values[2] = Int32GetDatum(tid);
 		values[3] = v[4];
 		nulls[3] = (isnull[4] || tomb) ? 'n' : ' ';
 		values[4] = v[1];
-		values[5] = PointerGetDatum(kz_entry_key(restore_key_type(DatumGetObjectId(v[8]), v[9]),
-												 TextDatumGetCString(v[2])));
+		values[5] = PointerGetDatum(kz_entry_key(TextDatumGetCString(v[2])));
 		/* a tombstone has its time and snapshot (the tables' defaults), a row entry neither */
 		values[6] = isnull[6] ? TimestampTzGetDatum(GetCurrentTransactionStartTimestamp()) : v[6];
 		nulls[6] = tomb ? ' ' : 'n';

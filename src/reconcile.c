@@ -103,6 +103,7 @@ kz_reconcile_seed(const KzTableConf *conf)
 			reconcile_image(conf, owner, tup, RelationGetDescr(rel), &img);
 			kz_capture_entry_change(&changes[n++], conf, &img,
 									HeapTupleHeaderGetRawXmin(tup->t_data));
+			changes[n - 1].no_row_elsewhere = true; /* the table has no entries yet */
 			MemoryContextSwitchTo(old);
 			if (should_free)
 				heap_freetuple(tup);
@@ -241,6 +242,8 @@ repair_rows(const KzTableConf *conf, Oid owner, MemoryContext row_cxt)
 					kz_capture_tombstone_change(&changes[n++], conf, &left);
 				}
 				kz_capture_entry_change(&changes[n++], conf, &img, xmin);
+				/* the tombstone of the bucket its entry was in comes first */
+				changes[n - 1].no_row_elsewhere = (n == 2);
 				kz_stamp_record(changes, n);
 				total += n;
 			}

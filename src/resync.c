@@ -190,12 +190,12 @@ resync_entries(const KzTableConf *conf, const char *label)
 
 			ch->op = 'u';
 			ch->tid = conf->id;
-			ch->key_type = conf->nkeys == 1 ? conf->key_types[0] : InvalidOid;
 			ch->table_name = conf->table_name;
 			ch->pk = rows[i].pk;
 			ch->bucket_value = (char *) label;
 			ch->snapshot = NULL;
 			ch->row_xmin = rows[i].have_xmin ? rows[i].row_xmin : InvalidTransactionId;
+			ch->no_row_elsewhere = false;	/* its entry is in this bucket */
 			after = rows[i].seq;
 		}
 		MemoryContextSwitchTo(old);

@@ -54,7 +54,6 @@ KZT_FN(kz_plan_cache_count);
 KZT_FN(kz_entry_key);
 KZT_FN(kz_entry_bucket_number);
 KZT_FN(kz_siphash24);
-KZT_FN(kz_tableconf_by_name);
 
 #define KZT_LOAD(name) \
 	(kzt_##name = (__typeof__(name) *) \
@@ -80,7 +79,6 @@ _PG_init(void)
 	KZT_LOAD(kz_entry_key);
 	KZT_LOAD(kz_entry_bucket_number);
 	KZT_LOAD(kz_siphash24);
-	KZT_LOAD(kz_tableconf_by_name);
 }
 
 PG_FUNCTION_INFO_V1(kzt_horizon);
@@ -205,18 +203,13 @@ kzt_plan_cache_count(PG_FUNCTION_ARGS)
 }
 
 /*
- * The binary key an entry of the synced table with wire name table_name
- * carries for row key text pk (a table not synced: the text form).
+ * The binary key an entry carries for row key text pk (argument 0, the
+ * table's wire name, does not matter: the key text alone decides).
  */
 Datum
 kzt_entry_key(PG_FUNCTION_ARGS)
 {
-	char	   *name = text_to_cstring(PG_GETARG_TEXT_PP(0));
-	char	   *pk = text_to_cstring(PG_GETARG_TEXT_PP(1));
-	KzTableConf *conf = kzt_kz_tableconf_by_name(name, true);
-	Oid			key_type = conf != NULL && conf->nkeys == 1 ? conf->key_types[0] : InvalidOid;
-
-	PG_RETURN_BYTEA_P(kzt_kz_entry_key(key_type, pk));
+	PG_RETURN_BYTEA_P(kzt_kz_entry_key(text_to_cstring(PG_GETARG_TEXT_PP(1))));
 }
 
 /* The number the entries of table id tid carry for bucket label label. */
