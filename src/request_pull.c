@@ -249,12 +249,9 @@ kz_pull_request_parse(const char *text, size_t len, int max_buckets, KzAllocFn a
 		max_buckets = KZ_PULL_MAX_BUCKETS_LIMIT;
 	if (len > kz_pull_max_text(max_buckets))
 	{
-		snprintf(detail, sizeof(detail),
-				 "The buckets argument is %zu bytes of JSON; the limit is %zu "
-				 "(%d bytes for each of the %d bucket entries a pull may name).",
-				 len, kz_pull_max_text(max_buckets), KZ_PULL_TEXT_PER_BUCKET, max_buckets);
-		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER, detail,
-							"buckets is too large");
+		snprintf(detail, sizeof(detail), KZ_PULL_D_TOO_LARGE,
+				 kz_pull_max_text(max_buckets), KZ_PULL_TEXT_PER_BUCKET, max_buckets);
+		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER, detail, KZ_PULL_M_TOO_LARGE);
 	}
 	if (json_text_depth(text, len, KZ_PULL_MAX_DEPTH) > KZ_PULL_MAX_DEPTH)
 		return kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,

@@ -44,6 +44,8 @@
  * on the text (request_pull.c) and the backend's on the jsonb
  * (request_pull_jsonb.c) answer the same request with the same error.
  */
+#define KZ_PULL_M_TOO_LARGE "buckets is too large"
+#define KZ_PULL_D_TOO_LARGE "The buckets argument is more than %zu bytes of JSON text (%d bytes for each of the %d bucket entries a pull may name)."
 #define KZ_PULL_D_ENTRY_KEYS "A bucket entry has the keys \"table\" and \"params\" only."
 #define KZ_PULL_M_UNKNOWN_KEY "buckets[%d] has an unknown key %s"
 #define KZ_PULL_D_TABLE_STRING "A bucket entry names its table as a JSON string."

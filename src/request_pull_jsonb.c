@@ -62,7 +62,9 @@ typedef struct JsonbWalk
 	KzReqError *err;
 	bool		failed;			/* a structure error is in *err: build nothing more */
 	bool		overflow;
-	size_t		numbers_len;	/* text of every number */
+	size_t		text_len;		/* the argument's text (JsonbToCString's) so far */
+	size_t		max_text;		/* refused past this: kz_pull_max_text() */
+	bool		first;			/* as JsonbToCString: no ", " before the next item */
 	int			nentries;		/* entries of the top array seen */
 
 	/* the entry being read */
@@ -93,8 +95,36 @@ walk_copy(const char *s, int len)
 }
 
 /*
- * A number as jansson reads its printed text: *text is that text; sets
- * w->overflow when jansson refuses it.  Returns true for an integer.
+ * The length of a string as JsonbToCString prints it (escape_json: quoted,
+ * '"', '\\' and \b \f \n \r \t as two characters, other control
+ * characters as \u00XX).  The text parser's limit is on that text, so the
+ * walk measures it exactly without printing it.
+ */
+static size_t
+walk_string_len(const char *s, int len)
+{
+	size_t		n = 2;
+	int			i;
+
+	for (i = 0; i < len; i++)
+	{
+		unsigned char c = (unsigned char) s[i];
+
+		if (c == '"' || c == '\\' || c == '\b' || c == '\f' || c == '\n' ||
+			c == '\r' || c == '\t')
+			n += 2;
+		else if (c < ' ')
+			n += 6;
+		else
+			n += 1;
+	}
+	return n;
+}
+
+/*
+ * A number as jansson reads its printed text: *text is that text (the
+ * caller frees it unless it keeps it); sets w->overflow when jansson
+ * refuses it.  Returns true for an integer.
  */
 static bool
 walk_number(JsonbWalk *w, Numeric num, char **text)
@@ -102,7 +132,7 @@ walk_number(JsonbWalk *w, Numeric num, char **text)
 	char	   *s = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(num)));
 	bool		integer = strchr(s, '.') == NULL;
 
-	w->numbers_len += strlen(s);
+	w->text_len += strlen(s);
 	errno = 0;
 	if (integer)
 		(void) strtoll(s, NULL, 10);
@@ -314,7 +344,7 @@ walk_key(JsonbWalk *w, WalkKind k, JsonbValue *v)
 
 /* A param's scalar value. */
 static void
-walk_param_value(JsonbWalk *w, JsonbValue *v, char *numtext, bool integer)
+walk_param_value(JsonbWalk *w, JsonbValue *v, char **numtext, bool integer)
 {
 	KzPullParam *p = w->param;
 	char		shown[KZ_QUOTE_SIZE];
@@ -348,7 +378,8 @@ walk_param_value(JsonbWalk *w, JsonbValue *v, char *numtext, bool integer)
 			if (integer)
 			{
 				p->kind = KZ_PARAM_INTEGER;
-				p->text = numtext;
+				p->text = *numtext;
+				*numtext = NULL;	/* kept */
 				break;
 			}
 			/* FALLTHROUGH */
@@ -371,11 +402,24 @@ walk_scalar(JsonbWalk *w, WalkKind k, JsonbIteratorToken tok, JsonbValue *v)
 	char	   *numtext = NULL;
 	bool		integer = false;
 
-	if (v->type == jbvNumeric)
-		integer = walk_number(w, v->val.numeric, &numtext);
+	switch (v->type)
+	{
+		case jbvNumeric:
+			integer = walk_number(w, v->val.numeric, &numtext);
+			break;
+		case jbvString:
+			w->text_len += walk_string_len(v->val.string.val, v->val.string.len);
+			break;
+		case jbvBool:
+			w->text_len += v->val.boolean ? 4 : 5;
+			break;
+		default:
+			w->text_len += 4;	/* null */
+			break;
+	}
 	if (w->failed)
-		return;
-	if (k == WALK_TOP)
+		;
+	else if (k == WALK_TOP)
 		walk_fail(w, KZ_SQLSTATE_INVALID_PARAMETER,
 				  KZ_PULL_D_ENTRY,
 				  KZ_PULL_M_ENTRY_OBJECT, w->nentries++);
@@ -392,7 +436,9 @@ walk_scalar(JsonbWalk *w, WalkKind k, JsonbIteratorToken tok, JsonbValue *v)
 	else if (k == WALK_ENTRY && w->key == KEY_PARAMS)
 		w->has_params = true;	/* a scalar: not an object */
 	else if (k == WALK_PARAMS)
-		walk_param_value(w, v, numtext, integer);
+		walk_param_value(w, v, &numtext, integer);
+	if (numtext != NULL)
+		pfree(numtext);			/* the walk keeps only a param's integer */
 }
 
 bool
@@ -406,13 +452,14 @@ kz_pull_request_from_jsonb(Jsonb *bj, int max_buckets, KzPullRequest *out, KzReq
 	WalkKind	kinds[KZ_PULL_MAX_DEPTH + 2];
 	int			depth = 0;
 	int			maxdepth = 0;
+	char		detail[sizeof(err->detail)];
 
-	if (GetDatabaseEncoding() != PG_UTF8)
-		return false;
 	memset(&w, 0, sizeof(w));
 	out->nbuckets = 0;
 	out->buckets = NULL;
 	w.max_buckets = Min(Max(max_buckets, 1), KZ_PULL_MAX_BUCKETS_LIMIT);
+	w.max_text = kz_pull_max_text(w.max_buckets);
+	w.first = true;
 	w.out = out;
 	w.err = err;
 
@@ -429,14 +476,27 @@ kz_pull_request_from_jsonb(Jsonb *bj, int max_buckets, KzPullRequest *out, KzReq
 	else
 	{
 		it = JsonbIteratorInit(&bj->root);
-		while ((tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
+
+		/*
+		 * The text is measured as JsonbToCString writes it (", " between
+		 * items, ": " after a key), and the walk stops as soon as it is
+		 * longer than the limit: what a number prints (1e-1000 is 7 bytes
+		 * of JSON, 1,002 printed) is never kept or printed further.
+		 */
+		while (w.text_len <= w.max_text &&
+			   (tok = JsonbIteratorNext(&it, &v, false)) != WJB_DONE)
 		{
 			WalkKind	k = depth >= 1 && depth < (int) lengthof(kinds) ? kinds[depth] : WALK_OTHER;
 
+			if ((tok == WJB_BEGIN_ARRAY || tok == WJB_BEGIN_OBJECT ||
+				 tok == WJB_KEY || tok == WJB_ELEM) && !w.first)
+				w.text_len += 2;
+			w.first = (tok == WJB_BEGIN_ARRAY || tok == WJB_BEGIN_OBJECT || tok == WJB_KEY);
 			switch (tok)
 			{
 				case WJB_BEGIN_ARRAY:
 				case WJB_BEGIN_OBJECT:
+					w.text_len += 1;
 					depth++;
 					maxdepth = Max(maxdepth, depth);
 					if (depth < (int) lengthof(kinds))
@@ -444,11 +504,13 @@ kz_pull_request_from_jsonb(Jsonb *bj, int max_buckets, KzPullRequest *out, KzReq
 					break;
 				case WJB_END_ARRAY:
 				case WJB_END_OBJECT:
+					w.text_len += 1;
 					if (k == WALK_ENTRY && !w.failed)
 						walk_entry_end(&w);
 					depth--;
 					break;
 				case WJB_KEY:
+					w.text_len += walk_string_len(v.val.string.val, v.val.string.len) + 2;
 					walk_key(&w, k, &v);
 					break;
 				case WJB_VALUE:
@@ -461,8 +523,18 @@ kz_pull_request_from_jsonb(Jsonb *bj, int max_buckets, KzPullRequest *out, KzReq
 		}
 	}
 
-	/* 1. the length: a bound, else the caller measures the text itself */
-	if ((Size) VARSIZE(bj) * 6 + w.numbers_len > kz_pull_max_text(w.max_buckets))
+	/* 1. the length (the text parser's first check) */
+	if (w.text_len > w.max_text)
+	{
+		snprintf(detail, sizeof(detail), KZ_PULL_D_TOO_LARGE,
+				 w.max_text, KZ_PULL_TEXT_PER_BUCKET, w.max_buckets);
+		*rc = kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER, detail, KZ_PULL_M_TOO_LARGE);
+		out->nbuckets = 0;
+		out->buckets = NULL;
+		return true;
+	}
+	/* the text parser reads a text in another encoding (no more than the limit) */
+	if (GetDatabaseEncoding() != PG_UTF8)
 		return false;
 	if (maxdepth > KZ_PULL_MAX_DEPTH)
 		*rc = kz_req_error(err, KZ_SQLSTATE_INVALID_PARAMETER,

@@ -18,10 +18,11 @@
 #include "request_pull.h"
 
 /*
- * Parse bj as kz_pull_request_parse() would parse its text.  Returns false
- * when it cannot tell that its text is within the length limit or the
- * database encoding is not UTF-8 (then the caller parses the text);
- * otherwise true with *rc: 0 and *out filled, or -1 and *err.
+ * Parse bj as kz_pull_request_parse() would parse its text, measuring that
+ * text (JsonbToCString's) without printing it and stopping once it passes
+ * the limit.  Returns false when the database encoding is not UTF-8 and the
+ * text is within the limit (then the caller parses the text); otherwise
+ * true with *rc: 0 and *out filled, or -1 and *err.
  */
 extern bool kz_pull_request_from_jsonb(Jsonb *bj, int max_buckets, KzPullRequest *out,
 									   KzReqError *err, int *rc);

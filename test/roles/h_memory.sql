@@ -1,6 +1,6 @@
 -- H. Memory stays bounded.
 -- db: kz_roles_h
--- plan: 6
+-- plan: 8
 --
 -- Not a security claim: the pushes run in the Data API shape (a superuser
 -- session, SET LOCAL ROLE authenticated + claims per transaction), so that
@@ -26,6 +26,12 @@
 --    (sum of pg_backend_memory_contexts.total_bytes, after minus before,
 --    the session warmed up first; each push its own statement and
 --    transaction); 0.1.0 keeps up to 2,000 plans (~33 MB).
+-- 3. A pull's request: 300,000 numbers 1e-1000 (2.4 MB of JSON, 1,002
+--    bytes each as numeric_out prints it, 300 MB in all) is refused as too
+--    large (the printed text is what the limit counts) with the same VmHWM
+--    method: at most 64 MB above the RSS before it.  Before the fix the
+--    jsonb walk printed and kept every number, and the text parser's
+--    fallback printed the whole argument again (about 1 GB).
 \set ON_ERROR_STOP 1
 SET client_min_messages = warning;
 \set u '00000000-0000-4000-8000-0000000000f7'
@@ -119,3 +125,20 @@ SELECT kzt.ok(:mem1 - :mem0 <= 8 * 1024 * 1024,
 	'H plans: 2,100 pushes with distinct column subsets leave at most 8 MB of backend memory behind',
 	format('%s kB more than before (%s plan contexts more)', (:mem1 - :mem0) / 1024, :plans1 - :plans0));
 SELECT kzt.is((SELECT c1 FROM public.h_wide WHERE id = 1), 2101, 'H plans: the row holds the last update of c1');
+
+-- ------------------------------------------------------ a pull's request
+SELECT ('[' || rtrim(repeat('1e-1000,', 300000), ',') || ']') AS nums \gset
+BEGIN; SET LOCAL ROLE authenticated; SELECT set_config('request.jwt.claims', :'claims', true) IS NULL AS no \gset
+SELECT kzt.try('SELECT kizunasync.pull(''[]'', ''0'', 1)') AS warm \gset
+COMMIT;
+COPY (SELECT 5) TO '/proc/self/clear_refs';
+SELECT pg_temp.kb('VmRSS') AS rss4 \gset
+BEGIN; SET LOCAL ROLE authenticated; SELECT set_config('request.jwt.claims', :'claims', true) IS NULL AS no \gset
+SELECT kzt.try(format('SELECT kizunasync.pull(%L::jsonb, ''0'', 1)', :'nums')) AS st_nums \gset
+COMMIT;
+SELECT pg_temp.kb('VmHWM') AS hwm5 \gset
+SELECT kzt.diag(format('H pull of 300,000 numbers 1e-1000: VmHWM %s kB above RSS %s kB', :hwm5 - :rss4, :rss4));
+SELECT kzt.is(:'st_nums', '22023', 'H pull: 300,000 numbers that print as 300 MB are refused (buckets is too large)');
+SELECT kzt.ok(:hwm5 - :rss4 <= 64 * 1024,
+	'H pull: refusing them stays within 64 MB of the RSS before it',
+	format('VmHWM - VmRSS before = %s kB (%s MB)', :hwm5 - :rss4, (:hwm5 - :rss4) / 1024));

@@ -119,6 +119,23 @@ SELECT kizunasync.pull(jsonb_build_array(jsonb_build_object('table', 'wide', 'pa
 SELECT kizunasync.pull((SELECT jsonb_agg(jsonb_build_object('table', 'wide', 'params', (SELECT jsonb_object_agg('c' || i, repeat('v', 1024)) FROM generate_series(1, 3) i))) FROM generate_series(1, 64)), '0', 1) -> 'rows' AS text_200k;
 SELECT kizunasync.pull((SELECT jsonb_agg(jsonb_build_object('table', 'wide', 'params', (SELECT jsonb_object_agg('c' || i, repeat('v', 1024)) FROM generate_series(1, 16) i))) FROM generate_series(1, 64)), '0', 1);
 SELECT kizunasync.pull((SELECT jsonb_agg(jsonb_build_object('table', 'wide', 'params', (SELECT jsonb_object_agg('c' || i, repeat('v', 1000)) FROM generate_series(1, 5) i))) FROM generate_series(1, 64)), '0', 1);
+-- the limit counts the text as jsonb prints it, exactly and without
+-- printing it: escapes, ", " and ": ", numbers as numeric_out writes them
+-- (1e-5 is 0.00001).  At 262,144 bytes the next check answers (nested too
+-- deeply); one byte more is too large, whatever follows
+WITH b AS (SELECT jsonb_build_array(1e-5, 1e3, -0.0, 'q"b\s', E'\n\t\x01', true, false, NULL,
+						'{"k\n": [1, {"x": 2}]}'::jsonb) AS b)
+SELECT length((b || jsonb_build_array(repeat('x', 262144 - length(b::text) - 4)))::text) AS exact,
+	   length((b || jsonb_build_array(repeat('x', 262144 - length(b::text) - 3)))::text) AS one_more FROM b;
+WITH b AS (SELECT jsonb_build_array(1e-5, 1e3, -0.0, 'q"b\s', E'\n\t\x01', true, false, NULL,
+						'{"k\n": [1, {"x": 2}]}'::jsonb) AS b)
+SELECT kizunasync.pull((SELECT b || jsonb_build_array(repeat('x', 262144 - length(b::text) - 4)) FROM b), '0', 1);
+WITH b AS (SELECT jsonb_build_array(1e-5, 1e3, -0.0, 'q"b\s', E'\n\t\x01', true, false, NULL,
+						'{"k\n": [1, {"x": 2}]}'::jsonb) AS b)
+SELECT kizunasync.pull((SELECT b || jsonb_build_array(repeat('x', 262144 - length(b::text) - 3)) FROM b), '0', 1);
+-- numbers that print long are counted as printed, and the walk stops at
+-- the limit (test/roles/h_memory.sql bounds its memory)
+SELECT kizunasync.pull(('[' || rtrim(repeat('1e-1000,', 300), ',') || ']')::jsonb, '0', 1);
 -- at the default (1000 entries: 4,096,000 bytes) those 325 KB pass, and
 -- 1000 entries of 3 values of 1024 bytes (3.1 MB) pass; 4 values each (4.2 MB) do not
 RESET ROLE;
