@@ -16,6 +16,7 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
@@ -325,6 +326,38 @@ provision_validate(SyncArgs *a)
 					 errmsg("key column \"%s\" has type %s, which no row key may have",
 							a->key_columns[i], format_type_be(t)),
 					 errhint("Key columns may be uuid, text, varchar, smallint, integer or bigint.")));
+	}
+
+	/*
+	 * A key is its text, byte for byte (entry_key.c): a nondeterministic
+	 * collation of a key column or of the primary key's index would let
+	 * two texts ('Bob', 'BOB') name one row, and a push of the one pass a
+	 * tombstone of the other.
+	 */
+	{
+		Oid			pkidx = RelationGetPrimaryKeyIndex(rel);
+		Relation	idx = OidIsValid(pkidx) ? index_open(pkidx, AccessShareLock) : NULL;
+
+		for (i = 0; idx != NULL && i < IndexRelationGetNumberOfKeyAttributes(idx); i++)
+		{
+			AttrNumber	att = idx->rd_index->indkey.values[i];
+			Oid			typ,
+						coll;
+			int32		typmod;
+
+			get_atttypetypmodcoll(a->relid, att, &typ, &typmod, &coll);
+			if ((OidIsValid(coll) && !get_collation_isdeterministic(coll)) ||
+				(OidIsValid(idx->rd_indcollation[i]) &&
+				 !get_collation_isdeterministic(idx->rd_indcollation[i])))
+				ereport(ERROR,
+						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+						 errmsg("key column \"%s\" has a nondeterministic collation",
+								get_attname(a->relid, att, false)),
+						 errdetail("Row keys are compared byte for byte; a nondeterministic collation lets two keys name one row."),
+						 errhint("Give the key column and its primary key a deterministic collation, such as \"C\" or the default.")));
+		}
+		if (idx != NULL)
+			index_close(idx, AccessShareLock);
 	}
 	if (!rel->rd_rel->relrowsecurity)
 		ereport(WARNING,

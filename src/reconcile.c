@@ -263,7 +263,7 @@ repair_rows(const KzTableConf *conf, Oid owner, MemoryContext row_cxt)
 
 /*
  * Is the entry version at tid still the live one once locked, with its row
- * still gone?  A writer that re-inserts the row replaces the entry in its
+ * still gone (keyvals NULL: its key names no row at all)?  A writer that re-inserts the row replaces the entry in its
  * capture: the lock waits for that writer and then fails (the writer's
  * entry records the row).  Once the lock is held, such a writer waits for
  * this repair, so its entry gets a seq after the tombstone recorded here.
@@ -276,7 +276,7 @@ repair_entry_orphaned(const KzTableConf *conf, Relation entries, ItemPointer tid
 	bool		locked = repair_lock_tid(entries, tid, snap, LockTupleExclusive);
 
 	UnregisterSnapshot(snap);
-	return locked && !kz_row_exists(conf, keyvals);
+	return locked && (keyvals == NULL || !kz_row_exists(conf, keyvals));
 }
 
 /* Phase 2: entries whose row is gone, a chunk of keys at a time. */
@@ -308,8 +308,14 @@ repair_vanished(const KzTableConf *conf, MemoryContext row_cxt)
 			MemoryContext old = MemoryContextSwitchTo(row_cxt);
 			const char *pk = refs[i].pk;
 
-			if (kz_rowkey_parse(conf, pk, keyvals) && !kz_row_exists(conf, keyvals) &&
-				repair_entry_orphaned(conf, entries, &refs[i].tid, keyvals))
+			/*
+			 * A key that is no longer a key text of the table (its column's
+			 * type changed: text '05' became integer 5) names no row.
+			 */
+			bool		parsed = kz_rowkey_parse(conf, pk, keyvals);
+
+			if ((!parsed || !kz_row_exists(conf, keyvals)) &&
+				repair_entry_orphaned(conf, entries, &refs[i].tid, parsed ? keyvals : NULL))
 			{
 				KzImage		img;
 				KzChange	ch;
