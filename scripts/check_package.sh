@@ -58,7 +58,8 @@ tap_from() {
 			"#"*) echo "$line" ;;
 		esac
 	done <<< "$out"
-	if [ $rc -ne 0 ] && ! printf '%s\n' "$out" | grep -q '^not ok '; then
+	# (here-strings, not pipes: under pipefail, grep -q leaving early can fail printf with SIGPIPE)
+	if [ $rc -ne 0 ] && ! grep -q '^not ok ' <<< "$out"; then
 		notok "$* ran (exit $rc)" "$(printf '%s' "$out" | tail -n 5)"
 	elif [ $seen = 0 ]; then notok "$* printed results"; fi
 }
@@ -69,7 +70,7 @@ tmp=$(mktemp -d)
 cp "$ROOT/Makefile" "$tmp/"
 sed '/^default_version/d' "$ROOT/kizunasync.control" > "$tmp/kizunasync.control"
 out=$(make -C "$tmp" -n PG_CONFIG="$PGC" 2>&1); rc=$?
-if [ $rc -ne 0 ] && printf '%s' "$out" | grep -q 'no default_version'; then
+if [ $rc -ne 0 ] && grep -q 'no default_version' <<< "$out"; then
 	ok "the build refuses a control file without default_version"
 else
 	notok "the build refuses a control file without default_version" "exit $rc: $(printf '%s' "$out" | head -n 3)"

@@ -16,7 +16,6 @@
  */
 #include "postgres.h"
 
-#include "access/genam.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "access/xact.h"
@@ -50,6 +49,7 @@
 #include "pgcompat.h"
 #include "reconcile.h"
 #include "retention.h"
+#include "rowkey.h"
 #include "spi.h"
 #include "tableconf.h"
 
@@ -328,37 +328,7 @@ provision_validate(SyncArgs *a)
 					 errhint("Key columns may be uuid, text, varchar, smallint, integer or bigint.")));
 	}
 
-	/*
-	 * A key is its text, byte for byte (entry_key.c): a nondeterministic
-	 * collation of a key column or of the primary key's index would let
-	 * two texts ('Bob', 'BOB') name one row, and a push of the one pass a
-	 * tombstone of the other.
-	 */
-	{
-		Oid			pkidx = RelationGetPrimaryKeyIndex(rel);
-		Relation	idx = OidIsValid(pkidx) ? index_open(pkidx, AccessShareLock) : NULL;
-
-		for (i = 0; idx != NULL && i < IndexRelationGetNumberOfKeyAttributes(idx); i++)
-		{
-			AttrNumber	att = idx->rd_index->indkey.values[i];
-			Oid			typ,
-						coll;
-			int32		typmod;
-
-			get_atttypetypmodcoll(a->relid, att, &typ, &typmod, &coll);
-			if ((OidIsValid(coll) && !get_collation_isdeterministic(coll)) ||
-				(OidIsValid(idx->rd_indcollation[i]) &&
-				 !get_collation_isdeterministic(idx->rd_indcollation[i])))
-				ereport(ERROR,
-						(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-						 errmsg("key column \"%s\" has a nondeterministic collation",
-								get_attname(a->relid, att, false)),
-						 errdetail("Row keys are compared byte for byte; a nondeterministic collation lets two keys name one row."),
-						 errhint("Give the key column and its primary key a deterministic collation, such as \"C\" or the default.")));
-		}
-		if (idx != NULL)
-			index_close(idx, AccessShareLock);
-	}
+	kz_rowkey_check_collations(rel);
 	if (!rel->rd_rel->relrowsecurity)
 		ereport(WARNING,
 				(errmsg("row level security is not enabled on table \"%s\"",

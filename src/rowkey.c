@@ -19,12 +19,14 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "catalog/pg_type.h"
 #include "fmgr.h"
 #include "lib/stringinfo.h"
 #include "utils/builtins.h"
 #include "utils/json.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/uuid.h"
 
 #include "rowkey.h"
@@ -336,4 +338,39 @@ kz_rowkey_parse(const KzTableConf *conf, const char *pk, Datum *values)
 	memcpy(tmp, values, sizeof(Datum) * conf->nkeys);
 	again = kz_rowkey_render(conf, tmp, nulls);
 	return strcmp(again, pk) == 0;
+}
+
+/*
+ * A key is its text, byte for byte (entry_key.c): refuse (0A000) a primary
+ * key column of rel, or its index, with a nondeterministic collation, which
+ * would let two texts ('Bob', 'BOB') name one row, and a push of the one
+ * pass a tombstone of the other.
+ */
+void
+kz_rowkey_check_collations(Relation rel)
+{
+	Oid			pkidx = RelationGetPrimaryKeyIndex(rel);
+	Relation	idx = OidIsValid(pkidx) ? index_open(pkidx, AccessShareLock) : NULL;
+	int			i;
+
+	for (i = 0; idx != NULL && i < IndexRelationGetNumberOfKeyAttributes(idx); i++)
+	{
+		AttrNumber	att = idx->rd_index->indkey.values[i];
+		Oid			typ,
+					coll;
+		int32		typmod;
+
+		get_atttypetypmodcoll(RelationGetRelid(rel), att, &typ, &typmod, &coll);
+		if ((OidIsValid(coll) && !get_collation_isdeterministic(coll)) ||
+			(OidIsValid(idx->rd_indcollation[i]) &&
+			 !get_collation_isdeterministic(idx->rd_indcollation[i])))
+			ereport(ERROR,
+					(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
+					 errmsg("key column \"%s\" has a nondeterministic collation",
+							get_attname(RelationGetRelid(rel), att, false)),
+					 errdetail("Row keys are compared byte for byte; a nondeterministic collation lets two keys name one row."),
+					 errhint("Give the key column and its primary key a deterministic collation, such as \"C\" or the default.")));
+	}
+	if (idx != NULL)
+		index_close(idx, AccessShareLock);
 }

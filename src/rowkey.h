@@ -12,6 +12,8 @@
 #ifndef KZ_ROWKEY_H
 #define KZ_ROWKEY_H
 
+#include "utils/relcache.h"
+
 #include "tableconf.h"
 
 /* Render the row key of a row whose key column values are given in key order. */
@@ -24,5 +26,11 @@ extern char *kz_rowkey_render(const KzTableConf *conf, const Datum *values, cons
  * or a spelling that does not re-render to the same bytes.
  */
 extern PGDLLEXPORT bool kz_rowkey_parse(const KzTableConf *conf, const char *pk, Datum *values);
+
+/*
+ * Refuse (0A000) a table whose primary key column or index has a
+ * nondeterministic collation: a row key is its text byte for byte.
+ */
+extern void kz_rowkey_check_collations(Relation rel);
 
 #endif							/* KZ_ROWKEY_H */
