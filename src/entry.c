@@ -40,7 +40,6 @@
 #include "access/xact.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
-#include "common/hashfn.h"
 #include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "parser/parse_relation.h"
@@ -48,11 +47,8 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
-#include "utils/hsearch.h"
-#include "utils/inval.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 
@@ -408,14 +404,21 @@ kz_entry_scan_seqs(KzEntryScan *s, int64 lo, int64 hi, ScanDirection dir)
 	entry_scan_begin(s, ENTRIES_SEQ_IDX, 2, key, dir);
 }
 
+/* The pair index's keys of bucket's entries with seqs in [lo, hi]. */
+static void
+entry_bucket_keys(ScanKeyData *key, int64 bucket, int64 lo, int64 hi)
+{
+	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(bucket));
+	ScanKeyInit(&key[1], 2, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(lo));
+	ScanKeyInit(&key[2], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(hi));
+}
+
 void
 kz_entry_scan_bucket(KzEntryScan *s, int64 bucket, int64 lo, int64 hi)
 {
 	ScanKeyData key[3];
 
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(bucket));
-	ScanKeyInit(&key[1], 2, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(lo));
-	ScanKeyInit(&key[2], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(hi));
+	entry_bucket_keys(key, bucket, lo, hi);
 	entry_scan_begin(s, ENTRIES_PAIR_IDX, 3, key, ForwardScanDirection);
 }
 
@@ -424,9 +427,7 @@ kz_entry_scan_bucket_again(KzEntryScan *s, int64 bucket, int64 lo, int64 hi)
 {
 	ScanKeyData key[3];
 
-	ScanKeyInit(&key[0], 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(bucket));
-	ScanKeyInit(&key[1], 2, BTGreaterEqualStrategyNumber, F_INT8GE, Int64GetDatum(lo));
-	ScanKeyInit(&key[2], 2, BTLessEqualStrategyNumber, F_INT8LE, Int64GetDatum(hi));
+	entry_bucket_keys(key, bucket, lo, hi);
 	index_rescan(s->scan, key, 3, NULL, 0);
 }
 

@@ -170,18 +170,15 @@ kz_entry_bucket_rows(const KzTableConf *conf, int64 bucket, int64 after, int64 u
 	values[2] = Int64GetDatum(after);
 	values[3] = Int64GetDatum(upto);
 	values[4] = Int32GetDatum(limit);
-	n = kz_spi_priv(lock
-					? "SELECT seq, key, row_xmin FROM kizunasync.entries"
-					" WHERE bucket OPERATOR(pg_catalog.=) $1 AND tid OPERATOR(pg_catalog.=) $2"
-					" AND kind OPERATOR(pg_catalog.=) 'r'"
-					" AND seq OPERATOR(pg_catalog.>) $3 AND seq OPERATOR(pg_catalog.<=) $4"
-					" ORDER BY seq LIMIT $5 FOR UPDATE"
-					: "SELECT seq, key, row_xmin FROM kizunasync.entries"
-					" WHERE bucket OPERATOR(pg_catalog.=) $1 AND tid OPERATOR(pg_catalog.=) $2"
-					" AND kind OPERATOR(pg_catalog.=) 'r'"
-					" AND seq OPERATOR(pg_catalog.>) $3 AND seq OPERATOR(pg_catalog.<=) $4"
-					" ORDER BY seq LIMIT $5",
+#define BUCKET_ROWS_SQL \
+	"SELECT seq, key, row_xmin FROM kizunasync.entries" \
+	" WHERE bucket OPERATOR(pg_catalog.=) $1 AND tid OPERATOR(pg_catalog.=) $2" \
+	" AND kind OPERATOR(pg_catalog.=) 'r'" \
+	" AND seq OPERATOR(pg_catalog.>) $3 AND seq OPERATOR(pg_catalog.<=) $4" \
+	" ORDER BY seq LIMIT $5"
+	n = kz_spi_priv(lock ? BUCKET_ROWS_SQL " FOR UPDATE" : BUCKET_ROWS_SQL,
 					5, types, values, NULL, false, 0, SPI_OK_SELECT);
+#undef BUCKET_ROWS_SQL
 	tt = SPI_tuptable;
 	rows = palloc(sizeof(KzEntryBucketRow) * Max(n, 1));
 	for (i = 0; i < n; i++)
